@@ -1,0 +1,1 @@
+"""reverie.adapters: the driving side (CLI now; LangChain, LangGraph, LlamaIndex later)."""

@@ -1,0 +1,79 @@
+"""Typed errors. Every message says what went wrong and what to do about it.
+
+All inherit from `ReverieError`, so a caller can catch the family; the subclasses
+let callers tell bad input (their bug) from a backend outage (retry) from a
+conflict (someone else wrote first).
+"""
+
+from __future__ import annotations
+
+
+class ReverieError(Exception):
+    """Base of every error reverie raises on purpose."""
+
+
+class InvalidInput(ReverieError, ValueError):
+    """The caller passed something reverie will not store; nothing was written."""
+
+
+class EmptyText(InvalidInput):
+    pass
+
+
+class TextTooLong(InvalidInput):
+    pass
+
+
+class InvalidNamespace(InvalidInput):
+    pass
+
+
+class UnknownKind(InvalidInput):
+    pass
+
+
+class InvalidVector(InvalidInput):
+    """NaN/inf or a vector of the wrong dimension."""
+
+
+class InvalidPolicy(InvalidInput):
+    pass
+
+
+class DimensionMismatch(ReverieError):
+    """The embedder's dimension differs from the one the store was built with."""
+
+
+class NotFound(ReverieError, KeyError):
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain
+        return str(self.args[0]) if self.args else "not found"
+
+
+class ConflictError(ReverieError):
+    """A compare-and-set write lost a race; re-read and retry."""
+
+
+class StoreCorrupt(ReverieError):
+    """The store file is damaged or is not a reverie store."""
+
+
+class SchemaTooNew(ReverieError):
+    """The store was written by a newer reverie; upgrade reverie to open it."""
+
+
+class BackendUnavailable(ReverieError):
+    """A backing service (Redis, a Chroma server) cannot be reached."""
+
+
+class LockBusy(ReverieError):
+    """Another holder has the namespace's maintenance lock."""
+
+
+class MissingExtra(ReverieError, ImportError):
+    """An optional dependency is not installed; the message names the extra."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(
+            f"{what} needs the '{extra}' extra: pip install 'reverie[{extra}]'"
+        )
+        self.extra = extra

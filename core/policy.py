@@ -1,0 +1,132 @@
+"""The one policy object: every tunable number of the lifecycle, with the seed defaults.
+
+Nothing else in reverie hard-codes a number that changes behaviour; change it here
+(`Policy(alpha=0.8)` or `policy.replace(...)`) and every component follows. The
+object validates itself on construction so a bad number fails at start-up, not
+months later inside a consolidation run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InvalidPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    # --- decay: S(t) = S0 * exp(-lambda * days since last access), lambda = ln2 / half-life
+    half_life_episodic_days: float = 14.0
+    half_life_semantic_days: float = 90.0
+    half_life_procedural_days: float = 180.0
+    high_importance: float = 0.8  # importance above this slows decay...
+    high_importance_lambda_factor: float = 0.3  # ...to 0.3 lambda
+    low_importance: float = 0.3  # importance below this speeds decay...
+    low_importance_lambda_factor: float = 2.0  # ...to 2 lambda
+    access_window: int = 32  # recent access times kept per memory
+
+    # --- importance blend (weights sum to 1)
+    weight_recency: float = 0.25
+    weight_frequency: float = 0.20
+    weight_centrality: float = 0.35
+    weight_confidence: float = 0.20
+    recency_rate_per_day: float = 0.02  # recency = exp(-0.02 * days since last access)
+    frequency_window_days: float = 30.0
+    frequency_saturation: int = 10  # accesses in the window that count as "maximal"
+    centrality_saturation: int = 10  # edges that count as "maximal" degree
+
+    # --- initial importance heuristic (write path, no LLM)
+    base_importance: float = 0.5
+    instruction_boost: float = 0.2
+    entity_boost: float = 0.1
+    date_boost: float = 0.1
+    number_boost: float = 0.05
+    filler_penalty: float = 0.3
+
+    # --- funnel
+    initial_confidence_trace: float = 0.5
+    initial_confidence_unit: float = 0.6
+    confidence_step: float = 0.15  # per further independent source
+    confidence_cap: float = 0.95
+    crystal_min_sources: int = 3
+    crystal_confidence: float = 0.90
+    crystal_importance: float = 0.80
+    correction_similarity: float = 0.55  # a correction supersedes a trace at least this similar
+    entity_link_limit: int = 3  # entity edges to the most recent memories sharing an entity
+    max_text_chars: int = 8000
+
+    # --- retrieval
+    alpha: float = 0.7  # final = alpha * relevance + (1 - alpha) * decay
+    decay_floor: float = 0.05  # below this decay score a memory is not returned
+    dense_weight: float = 0.5  # relevance = dense_weight * dense + (1 - dense_weight) * lexical
+    candidate_pool: int = 50  # candidates fetched from each channel (at least k)
+    hop_decay: float = 0.5  # relevance carried per graph hop
+    max_hops: int = 1
+    expansion_seeds: int = 5  # top fused hits whose neighbours are expanded
+
+    # --- consolidation (REM) and eviction; used by the maintenance cycle
+    consolidation_tau: float = 0.3
+    cluster_theta: float = 0.78
+    cluster_knn: int = 8
+    cluster_max_size: int = 12
+    near_duplicate_similarity: float = 0.85
+    near_duplicate_trigger: int = 6
+    trigger_node_count: int = 5000
+    trigger_mean_importance: float = 0.45
+    trigger_contradiction_ratio: float = 0.08
+    trigger_idle_hours: float = 24.0
+    evict_salience: float = 0.15
+    gc_salience: float = 0.01
+    hard_cap_per_namespace: int = 100_000
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                problems.append(f"{f.name} must be a finite number, got {v!r}")
+            elif v < 0:
+                problems.append(f"{f.name} must be >= 0, got {v!r}")
+        unit_interval = [
+            "high_importance", "low_importance", "weight_recency", "weight_frequency",
+            "weight_centrality", "weight_confidence", "base_importance", "initial_confidence_trace",
+            "initial_confidence_unit", "confidence_cap", "crystal_confidence", "crystal_importance",
+            "correction_similarity", "alpha", "decay_floor", "dense_weight", "hop_decay",
+            "consolidation_tau", "cluster_theta", "near_duplicate_similarity",
+            "trigger_mean_importance", "trigger_contradiction_ratio", "evict_salience",
+            "gc_salience",
+        ]
+        for name in unit_interval:
+            v = getattr(self, name)
+            if isinstance(v, int | float) and not 0.0 <= v <= 1.0:
+                problems.append(f"{name} must be within [0, 1], got {v!r}")
+        for name in [
+            "half_life_episodic_days", "half_life_semantic_days", "half_life_procedural_days",
+            "access_window", "frequency_window_days", "frequency_saturation",
+            "centrality_saturation", "crystal_min_sources", "max_text_chars", "candidate_pool",
+            "cluster_knn", "cluster_max_size",
+        ]:
+            if getattr(self, name) <= 0:
+                problems.append(f"{name} must be > 0")
+        weights = (
+            self.weight_recency + self.weight_frequency + self.weight_centrality
+            + self.weight_confidence
+        )
+        if abs(weights - 1.0) > 1e-9:
+            problems.append(f"importance weights must sum to 1, they sum to {weights:.6f}")
+        if self.low_importance > self.high_importance:
+            problems.append("low_importance must not exceed high_importance")
+        if self.gc_salience > self.evict_salience:
+            problems.append("gc_salience must not exceed evict_salience")
+        if problems:
+            raise InvalidPolicy("invalid policy: " + "; ".join(problems))
+
+    def replace(self, **changes: Any) -> Policy:
+        """A copy with some numbers changed, validated like a new policy."""
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULT_POLICY = Policy()

@@ -1,0 +1,194 @@
+"""The ports core needs from the outside world, as Protocols.
+
+Integrations implement them (SQLite, Redis, Chroma, embedders, LLMs); core never
+imports an implementation. The contract tests in tests/contract run one suite
+against every implementation, so the semantics written here are the real spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from .models import Edge, EdgeType, Memory, Status, Tier
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBatch:
+    """Everything one logical change writes, applied atomically or not at all.
+
+    Each memory in `puts` is a compare-and-set: version 1 means "must not exist yet";
+    version n means "the stored version must be n - 1". A mismatch raises
+    `ConflictError` and nothing in the batch is applied.
+    `edges` are upserted (an existing (src, dst, type) keeps the higher weight).
+    """
+
+    namespace: str
+    puts: tuple[Memory, ...] = ()
+    edges: tuple[Edge, ...] = ()
+    remove_edges: tuple[tuple[str, str, EdgeType], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHit:
+    id: str
+    score: float  # BM25, higher is better (sign already flipped where the backend is negative)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    id: str
+    similarity: float  # cosine similarity in [-1, 1]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorItem:
+    id: str
+    vector: Vector
+    metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """System of record for memories and edges, partitioned by namespace."""
+
+    def commit(self, batch: WriteBatch) -> None: ...
+
+    def get(self, namespace: str, memory_id: str) -> Memory | None: ...
+
+    def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]: ...
+
+    def find_by_hash(self, namespace: str, content_hash: str) -> Memory | None:
+        """The active memory whose normalised text hashes to `content_hash`, if any."""
+        ...
+
+    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
+        """Every version of a fact key (any status), oldest `valid_from` first."""
+        ...
+
+    def find_by_entity(self, namespace: str, entity: str, limit: int) -> list[Memory]:
+        """The most recent active memories that name `entity`, newest first."""
+        ...
+
+    def scan(
+        self,
+        namespace: str,
+        *,
+        statuses: Iterable[Status] | None = None,
+        tiers: Iterable[Tier] | None = None,
+        batch_size: int = 500,
+    ) -> Iterator[Memory]:
+        """Every memory of a namespace (optionally filtered), in a stable order."""
+        ...
+
+    def count(self, namespace: str) -> dict[str, int]:
+        """Counts keyed 'status:<status>', 'tier:<tier>' (active only), 'total', 'edges'."""
+        ...
+
+    def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:
+        """Atomic access reinforcement: last_accessed_at = at, access_count += 1, append `at`
+        to the recent-access window (keeping the newest `window`), version += 1. Concurrent
+        touches never lose a count. Unknown ids are ignored."""
+        ...
+
+    def edges(self, namespace: str, ids: Iterable[str]) -> list[Edge]:
+        """Every edge with `src` or `dst` among `ids`."""
+        ...
+
+    def degrees(self, namespace: str, ids: Iterable[str]) -> dict[str, int]: ...
+
+    def delete(self, namespace: str, ids: Iterable[str]) -> int:
+        """Hard delete (privacy): the memories, their edges and their lexical entries."""
+        ...
+
+    def delete_namespace(self, namespace: str) -> int: ...
+
+    def namespaces(self) -> list[str]: ...
+
+    def get_meta(self, name: str) -> str | None: ...
+
+    def set_meta(self, name: str, value: str) -> None: ...
+
+    def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AbstractContextManager[str]:
+        """Maintenance lock of a namespace; raises `LockBusy` when held by someone else."""
+        ...
+
+    def journal_get(self, namespace: str, fingerprint: str) -> Mapping[str, Any] | None: ...
+
+    def journal_put(self, namespace: str, fingerprint: str, entry: Mapping[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class LexicalIndex(Protocol):
+    """BM25 over the active texts of a namespace; kept in step with the record store."""
+
+    def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Derived data: it can always be rebuilt from the record store (`reverie repair`)."""
+
+    def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None: ...
+
+    def query(
+        self,
+        namespace: str,
+        vector: Vector,
+        k: int,
+        where: Mapping[str, str | int | float | bool] | None = None,
+    ) -> list[VectorHit]: ...
+
+    def set_metadata(
+        self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
+    ) -> None: ...
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None: ...
+
+    def ids(self, namespace: str) -> set[str]: ...
+
+    def count(self, namespace: str) -> int: ...
+
+    def drop_namespace(self, namespace: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to unit-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vector: ...
+
+
+@runtime_checkable
+class Synthesizer(Protocol):
+    """The LLM port: a prompt and a JSON schema in, parsed JSON out."""
+
+    def synthesize(self, prompt: str, schema: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    def __call__(self, text: str) -> int: ...

@@ -1,0 +1,123 @@
+"""Scoring, as pure functions of a memory, a time and the policy.
+
+Every function takes `now` explicitly; nothing reads a clock. The tests check them
+against values computed by hand (14 days at a 14-day half-life gives 0.5, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from .models import Kind, Memory, Tier
+from .policy import Policy
+
+SECONDS_PER_DAY = 86_400.0
+
+
+def days_between(earlier: datetime, later: datetime) -> float:
+    """Days from `earlier` to `later`, never negative (a clock skew is not negative decay)."""
+    return max(0.0, (later - earlier).total_seconds() / SECONDS_PER_DAY)
+
+
+def half_life_days(kind: Kind, policy: Policy) -> float:
+    return {
+        Kind.EPISODIC: policy.half_life_episodic_days,
+        Kind.SEMANTIC: policy.half_life_semantic_days,
+        Kind.PROCEDURAL: policy.half_life_procedural_days,
+    }[kind]
+
+
+def decay_rate(kind: Kind, importance: float, policy: Policy) -> float:
+    """lambda per day: ln 2 / half-life, slowed for important and sped for trivial memories."""
+    lam = math.log(2.0) / half_life_days(kind, policy)
+    if importance > policy.high_importance:
+        lam *= policy.high_importance_lambda_factor
+    elif importance < policy.low_importance:
+        lam *= policy.low_importance_lambda_factor
+    return lam
+
+
+def decay_value(importance: float, kind: Kind, days: float, policy: Policy) -> float:
+    """S(t) = S0 * exp(-lambda * t) for a memory that decays."""
+    return importance * math.exp(-decay_rate(kind, importance, policy) * max(0.0, days))
+
+
+def never_decays(memory: Memory) -> bool:
+    return memory.tier is Tier.CRYSTAL or memory.pinned
+
+
+def decay_score(memory: Memory, now: datetime, policy: Policy) -> float:
+    """The memory's salience now. Crystals and pinned memories keep their S0."""
+    if never_decays(memory):
+        return memory.importance
+    return decay_value(
+        memory.importance, memory.kind, days_between(memory.last_access, now), policy
+    )
+
+
+def accesses_in_window(memory: Memory, now: datetime, policy: Policy) -> int:
+    return sum(
+        1 for t in memory.recent_accesses
+        if t <= now and days_between(t, now) <= policy.frequency_window_days
+    )
+
+
+def importance_blend(
+    *, days_since_access: float, accesses: int, degree: int, confidence: float, policy: Policy
+) -> float:
+    """0.25 recency + 0.20 frequency + 0.35 centrality + 0.20 confidence, each in [0, 1].
+
+    Frequency and degree saturate (10 accesses in 30 days, 10 edges) rather than being
+    divided by the namespace size: a memory's importance must not fall because other,
+    unrelated memories were added.
+    """
+    recency = math.exp(-policy.recency_rate_per_day * max(0.0, days_since_access))
+    frequency = min(1.0, accesses / policy.frequency_saturation)
+    centrality = min(1.0, degree / policy.centrality_saturation)
+    return (
+        policy.weight_recency * recency
+        + policy.weight_frequency * frequency
+        + policy.weight_centrality * centrality
+        + policy.weight_confidence * confidence
+    )
+
+
+def importance_score(memory: Memory, degree: int, now: datetime, policy: Policy) -> float:
+    return importance_blend(
+        days_since_access=days_between(memory.last_access, now),
+        accesses=accesses_in_window(memory, now, policy),
+        degree=degree,
+        confidence=memory.confidence,
+        policy=policy,
+    )
+
+
+def reinforce(memory: Memory, at: datetime, policy: Policy) -> Memory:
+    """Access reinforcement: the decay clock restarts at `at` and the access is counted."""
+    window = (*memory.recent_accesses, at)[-policy.access_window:]
+    return memory.evolve(
+        last_accessed_at=max(memory.last_access, at),
+        access_count=memory.access_count + 1,
+        recent_accesses=window,
+    )
+
+
+def next_confidence(confidence: float, policy: Policy) -> float:
+    """One more independent source: a fixed step up, never above the cap."""
+    return max(confidence, min(policy.confidence_cap, confidence + policy.confidence_step))
+
+
+def qualifies_as_crystal(memory: Memory, policy: Policy) -> bool:
+    return (
+        len(memory.sources) >= policy.crystal_min_sources
+        or memory.user_confirmed
+        or (
+            memory.confidence >= policy.crystal_confidence
+            and memory.importance >= policy.crystal_importance
+        )
+    )
+
+
+def final_score(relevance: float, decay: float, policy: Policy) -> float:
+    return policy.alpha * relevance + (1.0 - policy.alpha) * decay

@@ -1,0 +1,1 @@
+"""reverie.integrations: the driven side (SQLite, Chroma, embedders, token counting)."""
