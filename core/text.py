@@ -22,7 +22,21 @@ def content_hash(text: str) -> str:
 
 # Capitalised words that start sentences or are pronouns, not names.
 _NOT_ENTITIES = frozenset(
-    ["i", "i'm", "i've", "i'll", "i'd", "im", "a", "an", "the", "this", "that", "these", "those", "it", "its", "it's", "he", "she", "they", "we", "you", "my", "your", "our", "their", "his", "her", "hey", "hi", "hello", "hello!", "yes", "no", "ok", "okay", "oh", "wow", "well", "so", "and", "but", "or", "if", "when", "what", "where", "who", "why", "how", "thanks", "thank", "sure", "great", "nice", "good", "cool", "yeah", "yep", "also", "just", "maybe", "really", "actually", "btw", "by", "the", "way", "do", "does", "did", "is", "are", "was", "were", "have", "has", "had", "can", "could", "would", "should", "will", "let", "lets", "let's", "there", "here", "then", "now", "today", "tomorrow", "yesterday", "mon", "tue", "wed", "thu", "fri", "sat", "sun", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "not", "don't", "doesn't", "didn't", "please", "remember", "always", "never"]
+    [
+        'i', "i'm", "i've", "i'll", "i'd", 'im', 'a', 'an', 'the', 'this', 'that', 'these',
+        'those', 'it', 'its', "it's", 'he', 'she', 'they', 'we', 'you', 'my', 'your', 'our',
+        'their', 'his', 'her', 'hey', 'hi', 'hello', 'hello!', 'yes', 'no', 'ok', 'okay',
+        'oh', 'wow', 'well', 'so', 'and', 'but', 'or', 'if', 'when', 'what', 'where', 'who',
+        'why', 'how', 'thanks', 'thank', 'sure', 'great', 'nice', 'good', 'cool', 'yeah',
+        'yep', 'also', 'just', 'maybe', 'really', 'actually', 'btw', 'by', 'the', 'way',
+        'do', 'does', 'did', 'is', 'are', 'was', 'were', 'have', 'has', 'had', 'can',
+        'could', 'would', 'should', 'will', 'let', 'lets', "let's", 'there', 'here', 'then',
+        'now', 'today', 'tomorrow', 'yesterday', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat',
+        'sun', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday',
+        'january', 'february', 'march', 'april', 'may', 'june', 'july', 'august',
+        'september', 'october', 'november', 'december', 'not', "don't", "doesn't", "didn't",
+        'please', 'remember', 'always', 'never',
+    ]
 )
 _WORD = re.compile(r"[A-Za-z][\w'&.-]*")
 _MONTH = (
