@@ -93,13 +93,13 @@ def importance_score(memory: Memory, degree: int, now: datetime, policy: Policy)
     )
 
 
-def reinforce(memory: Memory, at: datetime, policy: Policy) -> Memory:
+def reinforce(memory: Memory, at: datetime, window: int) -> Memory:
     """Access reinforcement: the decay clock restarts at `at` and the access is counted."""
-    window = (*memory.recent_accesses, at)[-policy.access_window:]
+    recent = (*memory.recent_accesses, at)[-window:]
     return memory.evolve(
         last_accessed_at=max(memory.last_access, at),
         access_count=memory.access_count + 1,
-        recent_accesses=window,
+        recent_accesses=recent,
     )
 
 

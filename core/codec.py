@@ -1,0 +1,119 @@
+"""Memory and Edge <-> JSON-safe dicts: one encoding for every store, export and import.
+
+Times are ISO-8601 UTC strings so an export is readable and a round trip is exact
+(microsecond precision is kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from .clock import utc
+from .errors import InvalidInput
+from .models import Edge, EdgeType, Fact, Kind, Memory, Status, Tier
+
+FORMAT_VERSION = 1
+
+
+def _t(ts: datetime | None) -> str | None:
+    return None if ts is None else utc(ts).isoformat()
+
+
+def _parse_t(v: Any) -> datetime | None:
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise InvalidInput(f"expected an ISO-8601 time, got {v!r}")
+    try:
+        return utc(datetime.fromisoformat(v))
+    except ValueError:
+        raise InvalidInput(f"expected an ISO-8601 time, got {v!r}") from None
+
+
+def memory_to_dict(m: Memory) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "namespace": m.namespace,
+        "kind": m.kind.value,
+        "tier": m.tier.value,
+        "status": m.status.value,
+        "text": m.text,
+        "fact": None if m.fact is None else [m.fact.subject, m.fact.predicate, m.fact.object],
+        "key": m.key,
+        "importance": m.importance,
+        "confidence": m.confidence,
+        "sources": sorted(m.sources),
+        "created_at": _t(m.created_at),
+        "last_accessed_at": _t(m.last_accessed_at),
+        "access_count": m.access_count,
+        "recent_accesses": [_t(t) for t in m.recent_accesses],
+        "valid_from": _t(m.valid_from),
+        "valid_to": _t(m.valid_to),
+        "superseded_by": m.superseded_by,
+        "consolidated_into": m.consolidated_into,
+        "derived_from": sorted(m.derived_from),
+        "entities": sorted(m.entities),
+        "pinned": m.pinned,
+        "retention_exempt": m.retention_exempt,
+        "user_confirmed": m.user_confirmed,
+        "metadata": dict(m.metadata),
+        "version": m.version,
+        "updated_at": _t(m.updated_at),
+    }
+
+
+def memory_from_dict(d: Mapping[str, Any]) -> Memory:
+    try:
+        fact = d.get("fact")
+        created = _parse_t(d["created_at"])
+        assert created is not None
+        return Memory(
+            id=d["id"],
+            namespace=d["namespace"],
+            kind=Kind(d["kind"]),
+            tier=Tier(d["tier"]),
+            status=Status(d["status"]),
+            text=d["text"],
+            fact=None if fact is None else Fact(*fact),
+            key=d.get("key"),
+            importance=float(d["importance"]),
+            confidence=float(d["confidence"]),
+            sources=frozenset(d.get("sources", ())),
+            created_at=created,
+            last_accessed_at=_parse_t(d.get("last_accessed_at")),
+            access_count=int(d.get("access_count", 0)),
+            recent_accesses=tuple(
+                t for t in (_parse_t(x) for x in d.get("recent_accesses", ())) if t is not None
+            ),
+            valid_from=_parse_t(d.get("valid_from")),
+            valid_to=_parse_t(d.get("valid_to")),
+            superseded_by=d.get("superseded_by"),
+            consolidated_into=d.get("consolidated_into"),
+            derived_from=frozenset(d.get("derived_from", ())),
+            entities=frozenset(d.get("entities", ())),
+            pinned=bool(d.get("pinned", False)),
+            retention_exempt=bool(d.get("retention_exempt", False)),
+            user_confirmed=bool(d.get("user_confirmed", False)),
+            metadata=dict(d.get("metadata") or {}),
+            version=int(d.get("version", 1)),
+            updated_at=_parse_t(d.get("updated_at")),
+        )
+    except (KeyError, TypeError, ValueError, AssertionError) as e:
+        if isinstance(e, InvalidInput):
+            raise
+        raise InvalidInput(f"not a valid memory record ({type(e).__name__}: {e})") from None
+
+
+def edge_to_dict(e: Edge) -> dict[str, Any]:
+    return {"src": e.src, "dst": e.dst, "type": e.type.value, "weight": e.weight}
+
+
+def edge_from_dict(d: Mapping[str, Any]) -> Edge:
+    try:
+        return Edge(d["src"], d["dst"], EdgeType(d["type"]), float(d.get("weight", 1.0)))
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, InvalidInput):
+            raise
+        raise InvalidInput(f"not a valid edge record ({type(e).__name__}: {e})") from None
