@@ -87,11 +87,13 @@ class Fact:
                 raise InvalidInput(f"fact {name} must be non-empty text, got {v!r}")
 
 
-def _unit(name: str, v: float) -> None:
+def check_unit(name: str, v: object) -> float:
+    """A score must be a finite number in [0, 1]; anything else is the caller's bug."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
         raise InvalidInput(f"{name} must be a number in [0, 1], got {v!r}")
     if not 0.0 <= v <= 1.0:
         raise InvalidInput(f"{name} must be within [0, 1], got {v!r}")
+    return float(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +141,8 @@ class Memory:
             raise InvalidInput(str(e)) from None
         if not isinstance(self.text, str) or not self.text.strip():
             raise InvalidInput("memory text must be non-empty")
-        _unit("importance", self.importance)
-        _unit("confidence", self.confidence)
+        check_unit("importance", self.importance)
+        check_unit("confidence", self.confidence)
         if self.access_count < 0 or self.version < 1:
             raise InvalidInput("access_count must be >= 0 and version >= 1")
         created = utc(self.created_at)

@@ -28,13 +28,18 @@ class WriteBatch:
     Each memory in `puts` is a compare-and-set: version 1 means "must not exist yet";
     version n means "the stored version must be n - 1". A mismatch raises
     `ConflictError` and nothing in the batch is applied.
+    A namespace holds at most one *active free-text* memory (key None) per content hash:
+    a put that would create a second raises `ConflictError`, so two processes observing
+    the same text at once cannot both create it (the loser folds into the winner).
     `edges` are upserted (an existing (src, dst, type) keeps the higher weight).
+    `restore=True` (import only) writes the puts as given, without the version check.
     """
 
     namespace: str
     puts: tuple[Memory, ...] = ()
     edges: tuple[Edge, ...] = ()
     remove_edges: tuple[tuple[str, str, EdgeType], ...] = ()
+    restore: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,8 @@ class RecordStore(Protocol):
     def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]: ...
 
     def find_by_hash(self, namespace: str, content_hash: str) -> Memory | None:
-        """The active memory whose normalised text hashes to `content_hash`, if any."""
+        """The active free-text memory (key None) whose normalised text hashes to
+        `content_hash` (`core.text.content_hash`), if any."""
         ...
 
     def find_by_key(self, namespace: str, key: str) -> list[Memory]:

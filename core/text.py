@@ -57,8 +57,8 @@ _INSTRUCTION = re.compile(
     re.IGNORECASE,
 )
 _FILLER = re.compile(
-    r"^(?:ok(?:ay)?|k|thanks?(?: you)?|thx|lol|haha+|hmm+|yes|no|yeah|yep|nope|sure|cool|"
-    r"great|nice|bye|hi|hello|hey)[.!?]*$",
+    r"^(?:(?:ok(?:ay)?|k|thanks?|thank you|thx|lol|haha+|hmm+|yes|no|yeah|yep|nope|sure|"
+    r"cool|great|nice|bye|hi|hello|hey)[\s,.!?]*)+$",
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(

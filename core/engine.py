@@ -1,0 +1,871 @@
+"""`MemoryEngine`: the one face of the core.
+
+It composes the ports (record store, lexical index, vector index, embedder, clock)
+into the lifecycle: observe and remember on the write path, recall on the read
+path, and the small operations around them (confirm, pin, history, forget, stats,
+export/import, repair). It does no I/O itself; every byte goes through a port.
+
+Write order is record first, vectors second: the record store is the truth and
+the vector index is derived, so a crash between the two leaves a record that
+`repair()` can index, never a vector without a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from .clock import SystemClock, utc
+from .codec import FORMAT_VERSION, edge_from_dict, edge_to_dict, memory_from_dict, memory_to_dict
+from .errors import (
+    ConflictError,
+    DimensionMismatch,
+    EmptyText,
+    InvalidInput,
+    InvalidVector,
+    NotFound,
+    TextTooLong,
+)
+from .models import (
+    Edge,
+    EdgeType,
+    Fact,
+    Kind,
+    Memory,
+    Status,
+    Tier,
+    check_unit,
+    fact_key,
+    new_id,
+    normalize_phrase,
+    parse_kind,
+    validate_namespace,
+)
+from .packing import pack
+from .policy import DEFAULT_POLICY, Policy
+from .ports import (
+    Clock,
+    Embedder,
+    LexicalIndex,
+    RecordStore,
+    TokenCounter,
+    Vector,
+    VectorIndex,
+    VectorItem,
+    WriteBatch,
+)
+from .retrieval import Candidate, Explanation, Ranked, expand, fuse, rank
+from .scoring import importance_score, next_confidence, qualifies_as_crystal
+from .text import content_hash, extract_entities, initial_importance, is_correction
+
+log = logging.getLogger("reverie")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_CAS_RETRIES = 50
+_META_EMBEDDER = "embedder"
+_META_VECTORS_BEHIND = "vectors_behind"
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    memory: Memory
+    score: float
+    explanation: Explanation
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def text(self) -> str:
+        return self.memory.text
+
+    @property
+    def sources(self) -> frozenset[str]:
+        return self.memory.sources
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """Ranked hits, best first; `text()` renders them for a prompt."""
+
+    query: str
+    hits: tuple[Hit, ...]
+    tokens: int | None = None  # tokens used when packed into a budget
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i: int) -> Hit:
+        return self.hits[i]
+
+    @property
+    def memories(self) -> list[Memory]:
+        return [h.memory for h in self.hits]
+
+    def text(self) -> str:
+        return "\n".join(render_hit(h) for h in self.hits)
+
+
+def render_hit(hit: Hit) -> str:
+    return f"- [{hit.memory.created_at:%Y-%m-%d}] {hit.memory.text}"
+
+
+@dataclass(slots=True)
+class RepairReport:
+    namespaces: int = 0
+    indexed: int = 0
+    removed: int = 0
+    checked: int = 0
+    per_namespace: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def _to_thread(fn: Callable[P, R]) -> Callable[P, Any]:
+    """The async twin of a sync method: same arguments, run in a worker thread so the
+    embedder and the store never block the event loop."""
+
+    @functools.wraps(fn)
+    async def twin(*args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    twin.__doc__ = f"Async twin of `{fn.__name__}` (runs in a worker thread)."
+    return twin
+
+
+class MemoryEngine:
+    def __init__(
+        self,
+        store: RecordStore,
+        lexical: LexicalIndex,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        *,
+        policy: Policy = DEFAULT_POLICY,
+        clock: Clock | None = None,
+        default_namespace: str = "default",
+        token_counter: TokenCounter | None = None,
+        id_factory: Callable[[], str] = new_id,
+    ) -> None:
+        self.store = store
+        self.lexical = lexical
+        self.vectors = vectors
+        self.embedder = embedder
+        self.policy = policy
+        self.clock: Clock = clock or SystemClock()
+        self.default_namespace = validate_namespace(default_namespace)
+        self.token_counter = token_counter
+        self._new_id = id_factory
+        self._check_embedder()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _check_embedder(self) -> None:
+        """A store's vectors are only comparable with the model that made them."""
+        current = f"{self.embedder.name}:{self.embedder.dimension}"
+        stored = self.store.get_meta(_META_EMBEDDER)
+        if stored is None:
+            self.store.set_meta(_META_EMBEDDER, current)
+            return
+        if stored != current:
+            name, _, dim = stored.rpartition(":")
+            raise DimensionMismatch(
+                f"this store was built with embedder {name!r} ({dim} dimensions) but the "
+                f"engine was given {self.embedder.name!r} ({self.embedder.dimension} "
+                "dimensions); open it with the same embedder, or re-embed everything "
+                "with `reverie repair --reembed` (MemoryEngine.repair(reembed=True))"
+            )
+
+    def _ns(self, namespace: str | None) -> str:
+        return validate_namespace(self.default_namespace if namespace is None else namespace)
+
+    def _now(self, at: datetime | None) -> datetime:
+        return utc(at) if at is not None else self.clock.now()
+
+    def _check_text(self, text: object, what: str = "text") -> str:
+        if not isinstance(text, str) or not text.strip():
+            raise EmptyText(f"{what} is empty: pass the words to remember")
+        if len(text) > self.policy.max_text_chars:
+            raise TextTooLong(
+                f"{what} has {len(text)} characters, over the limit of "
+                f"{self.policy.max_text_chars}: split it, or raise Policy.max_text_chars"
+            )
+        return text
+
+    def _embed(self, texts: Sequence[str]) -> Vector:
+        vecs = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+        want = (len(texts), self.embedder.dimension)
+        if vecs.shape != want:
+            raise InvalidVector(
+                f"embedder {self.embedder.name!r} returned shape {vecs.shape}, expected {want}"
+            )
+        if not np.isfinite(vecs).all():
+            raise InvalidVector(
+                f"embedder {self.embedder.name!r} returned NaN or infinite values; "
+                "nothing was written"
+            )
+        return vecs
+
+    def _commit(self, batch: WriteBatch) -> None:
+        self.store.commit(batch)
+
+    def _index(
+        self, namespace: str, new: Sequence[tuple[Memory, Vector]], restatus: Sequence[Memory]
+    ) -> None:
+        """Bring the derived vector index in step after a committed write. A failure
+        here does not undo the write: it is logged and flagged for `repair()`."""
+        try:
+            if new:
+                self.vectors.upsert(
+                    namespace,
+                    [VectorItem(m.id, v, _vector_meta(m)) for m, v in new],
+                )
+            if restatus:
+                self.vectors.set_metadata(
+                    namespace, [m.id for m in restatus], [_vector_meta(m) for m in restatus]
+                )
+        except Exception as e:  # the record is safe; the index is behind
+            log.warning("vector index update failed (%s); run `reverie repair`", e)
+            self.store.set_meta(_META_VECTORS_BEHIND, "1")
+
+    def _retrying(self, attempt: Callable[[], R]) -> R:
+        for _ in range(_CAS_RETRIES):
+            try:
+                return attempt()
+            except ConflictError:
+                continue
+        raise ConflictError(f"gave up after {_CAS_RETRIES} concurrent-write conflicts; retry")
+
+    def _promote(self, m: Memory) -> Memory:
+        if m.tier in (Tier.TRACE, Tier.UNIT) and qualifies_as_crystal(m, self.policy):
+            return m.evolve(tier=Tier.CRYSTAL, version=m.version)
+        return m
+
+    def _entity_edges(self, namespace: str, memory: Memory) -> list[Edge]:
+        limit = self.policy.entity_link_limit
+        if limit <= 0:
+            return []
+        linked: dict[str, Edge] = {}
+        for entity in sorted(memory.entities)[:8]:
+            for other in self.store.find_by_entity(namespace, entity, limit):
+                if other.id != memory.id and other.id not in linked:
+                    linked[other.id] = Edge(memory.id, other.id, EdgeType.ENTITY, 1.0)
+        return list(linked.values())
+
+    # ------------------------------------------------------------------ write path
+
+    def observe(
+        self,
+        text: str,
+        *,
+        namespace: str | None = None,
+        source: str | None = None,
+        at: datetime | None = None,
+        kind: Kind | str = Kind.EPISODIC,
+        importance: float | None = None,
+        entities: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        pinned: bool = False,
+    ) -> Memory:
+        """Store a trace. An exact repeat (same normalised text) in the namespace adds
+        `source` to the existing memory instead of a copy; a correction ("actually",
+        "no longer", "switched to", ...) supersedes the most similar earlier trace."""
+        ns = self._ns(namespace)
+        text = self._check_text(text)
+        k = parse_kind(kind)
+        when = self._now(at)
+        src = source if source is not None else f"observe:{self._new_id()}"
+        if not isinstance(src, str) or not src.strip():
+            raise InvalidInput("source must be non-empty text")
+        if importance is not None:
+            check_unit("importance", importance)
+        digest = content_hash(text)
+
+        existing = self.store.find_by_hash(ns, digest)
+        if existing is not None:
+            return self._fold(ns, existing.id, src, when)
+
+        vec = self._embed([text])[0]
+        ents = (
+            frozenset(e.casefold() for e in entities)
+            if entities is not None
+            else extract_entities(text)
+        )
+        memory = Memory(
+            id=self._new_id(),
+            namespace=ns,
+            kind=k,
+            tier=Tier.TRACE,
+            text=text,
+            created_at=when,
+            importance=importance
+            if importance is not None
+            else initial_importance(text, self.policy, ents),
+            confidence=self.policy.initial_confidence_trace,
+            sources=frozenset({src}),
+            entities=ents,
+            metadata=dict(metadata or {}),
+            pinned=pinned,
+        )
+        edges = self._entity_edges(ns, memory)
+
+        def attempt() -> tuple[Memory, Memory | None]:
+            old = self._correction_target(ns, text, vec, when) if is_correction(text) else None
+            puts = [memory]
+            batch_edges = list(edges)
+            superseded = None
+            if old is not None:
+                superseded = old.evolve(
+                    status=Status.SUPERSEDED, superseded_by=memory.id, valid_to=when,
+                    updated_at=when,
+                )
+                puts.append(superseded)
+                batch_edges.append(Edge(memory.id, old.id, EdgeType.SUPERSEDES, 1.0))
+            self._commit(WriteBatch(ns, tuple(puts), tuple(batch_edges)))
+            return memory, superseded
+
+        try:
+            stored, superseded = self._retrying(attempt)
+        except ConflictError:
+            # Someone stored the same text between our lookup and our write: fold into it.
+            again = self.store.find_by_hash(ns, digest)
+            if again is None:
+                raise
+            return self._fold(ns, again.id, src, when)
+        self._index(ns, [(stored, vec)], [superseded] if superseded else [])
+        return stored
+
+    def _fold(self, namespace: str, memory_id: str, source: str, when: datetime) -> Memory:
+        """A repeat from another source: one more source, more confidence, a fresh clock."""
+
+        def attempt() -> Memory:
+            cur = self.store.get(namespace, memory_id)
+            if cur is None:
+                raise NotFound(f"memory {memory_id} vanished while folding a repeat")
+            if source in cur.sources:
+                return cur
+            nxt = self._promote(
+                cur.evolve(
+                    sources=cur.sources | {source},
+                    confidence=next_confidence(cur.confidence, self.policy),
+                    last_accessed_at=max(cur.last_access, when),
+                    updated_at=when,
+                )
+            )
+            self._commit(WriteBatch(namespace, (nxt,)))
+            return nxt
+
+        return self._retrying(attempt)
+
+    def _correction_target(
+        self, namespace: str, text: str, vec: Vector, when: datetime
+    ) -> Memory | None:
+        """The free-text memory a correction replaces: the most similar earlier active
+        trace without a fact key, if it is similar enough to be about the same thing."""
+        hits = self.vectors.query(namespace, vec, 5, {"status": Status.ACTIVE.value})
+        close = [h for h in hits if h.similarity >= self.policy.correction_similarity]
+        if not close:
+            return None
+        found = self.store.get_many(namespace, [h.id for h in close])
+        for h in close:
+            m = found.get(h.id)
+            if (
+                m is not None
+                and m.is_active
+                and m.key is None
+                and m.created_at <= when
+                and content_hash(m.text) != content_hash(text)
+            ):
+                return m
+        return None
+
+    def remember(
+        self,
+        subject: str,
+        predicate: str,
+        object: str,
+        *,
+        namespace: str | None = None,
+        source: str | None = None,
+        kind: Kind | str = Kind.SEMANTIC,
+        at: datetime | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Store a fact as a unit keyed by (kind, subject, predicate).
+
+        The same object from a new source raises confidence one step (cap 0.95); a
+        different object supersedes the current unit, which stays queryable through
+        `history()` and `recall(as_of=...)`."""
+        ns = self._ns(namespace)
+        k = parse_kind(kind)
+        if k is Kind.EPISODIC:
+            raise InvalidInput("facts are semantic or procedural; use observe() for episodes")
+        fact = Fact(
+            self._check_text(subject, "subject"),
+            self._check_text(predicate, "predicate"),
+            self._check_text(object, "object"),
+        )
+        body = self._check_text(text if text is not None else f"{subject} {predicate} {object}")
+        when = self._now(at)
+        src = source if source is not None else f"remember:{self._new_id()}"
+        key = fact_key(k, subject, predicate)
+        for name, v in (("importance", importance), ("confidence", confidence)):
+            if v is not None:
+                check_unit(name, v)
+        vec: Vector | None = None
+
+        def attempt() -> tuple[Memory, Memory | None, bool]:
+            nonlocal vec
+            versions = self.store.find_by_key(ns, key)
+            current = next((v for v in reversed(versions) if v.is_active), None)
+            if current is not None and current.fact is not None and (
+                normalize_phrase(current.fact.object) == normalize_phrase(object)
+            ):
+                if src in current.sources:
+                    return current, None, False
+                nxt = self._promote(
+                    current.evolve(
+                        sources=current.sources | {src},
+                        confidence=next_confidence(current.confidence, self.policy),
+                        last_accessed_at=max(current.last_access, when),
+                        updated_at=when,
+                    )
+                )
+                self._commit(WriteBatch(ns, (nxt,)))
+                return nxt, None, False
+            if vec is None:
+                vec = self._embed([body])[0]
+            start = max(when, current.valid_since) if current is not None else when
+            unit = self._promote(
+                Memory(
+                    id=self._new_id(),
+                    namespace=ns,
+                    kind=k,
+                    tier=Tier.UNIT,
+                    text=body,
+                    fact=fact,
+                    key=key,
+                    created_at=start,
+                    importance=importance
+                    if importance is not None
+                    else initial_importance(body, self.policy),
+                    confidence=confidence
+                    if confidence is not None
+                    else self.policy.initial_confidence_unit,
+                    sources=frozenset({src}),
+                    entities=extract_entities(f"{subject} {object}")
+                    | {normalize_phrase(subject)},
+                    metadata=dict(metadata or {}),
+                )
+            )
+            puts = [unit]
+            edges = self._entity_edges(ns, unit)
+            old = None
+            if current is not None:
+                old = current.evolve(
+                    status=Status.SUPERSEDED, superseded_by=unit.id, valid_to=start,
+                    updated_at=start,
+                )
+                puts.append(old)
+                edges.append(Edge(unit.id, current.id, EdgeType.SUPERSEDES, 1.0))
+            self._commit(WriteBatch(ns, tuple(puts), tuple(edges)))
+            return unit, old, True
+
+        stored, superseded, created = self._retrying(attempt)
+        if created:
+            assert vec is not None
+            self._index(ns, [(stored, vec)], [superseded] if superseded else [])
+        return stored
+
+    def _update(
+        self, memory_id: str, namespace: str | None, change: Callable[[Memory], Memory]
+    ) -> Memory:
+        ns = self._ns(namespace)
+
+        def attempt() -> Memory:
+            cur = self.store.get(ns, memory_id)
+            if cur is None:
+                raise NotFound(f"no memory {memory_id!r} in namespace {ns!r}")
+            nxt = change(cur)
+            if nxt is not cur:
+                self._commit(WriteBatch(ns, (nxt,)))
+            return nxt
+
+        return self._retrying(attempt)
+
+    def confirm(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        """The user vouches for this memory: it becomes a crystal (never decays or evicts)."""
+        now = self.clock.now()
+        return self._update(
+            memory_id,
+            namespace,
+            lambda m: m
+            if m.user_confirmed
+            else self._promote(m.evolve(user_confirmed=True, updated_at=now)),
+        )
+
+    def pin(
+        self, memory_id: str, *, namespace: str | None = None, pinned: bool = True
+    ) -> Memory:
+        """'Always remember': a pinned memory never decays out of recall."""
+        now = self.clock.now()
+        return self._update(
+            memory_id,
+            namespace,
+            lambda m: m if m.pinned == pinned else m.evolve(pinned=pinned, updated_at=now),
+        )
+
+    def get(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        ns = self._ns(namespace)
+        m = self.store.get(ns, memory_id)
+        if m is None:
+            raise NotFound(f"no memory {memory_id!r} in namespace {ns!r}")
+        return m
+
+    # ------------------------------------------------------------------ read path
+
+    def recall(
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        k: int = 5,
+        as_of: datetime | None = None,
+        include_history: bool = False,
+        token_budget: int | None = None,
+        reinforce: bool = True,
+        kinds: Iterable[Kind | str] | None = None,
+    ) -> RecallResult:
+        """The k most useful memories for `query`, best first, each with its explanation.
+
+        `as_of` answers with what was believed at that time (superseded versions valid
+        then included, decay measured then, nothing reinforced). `include_history`
+        also returns superseded and consolidated memories. Recalled memories are
+        reinforced (their decay clock restarts) unless `reinforce=False`."""
+        ns = self._ns(namespace)
+        self._check_text(query, "query")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        if token_budget is not None and (
+            isinstance(token_budget, bool) or not isinstance(token_budget, int)
+            or token_budget < 1
+        ):
+            raise InvalidInput(f"token_budget must be a positive integer, got {token_budget!r}")
+        if token_budget is not None and self.token_counter is None:
+            raise InvalidInput("token_budget needs an engine opened with a token_counter")
+        now = self.clock.now()
+        when = utc(as_of) if as_of is not None else now
+        kind_set = {parse_kind(x) for x in kinds} if kinds is not None else None
+        historical = as_of is not None or include_history
+
+        def admit(m: Memory) -> bool:
+            if kind_set is not None and m.kind not in kind_set:
+                return False
+            if as_of is not None:
+                return m.status is not Status.ARCHIVED and m.valid_at(when)
+            return include_history or m.is_active
+
+        qvec = self._embed([query])[0]
+        pool = max(k, self.policy.candidate_pool)
+        where = None if historical else {"status": Status.ACTIVE.value}
+        dense = self.vectors.query(ns, qvec, pool * (2 if historical else 1), where)
+        lexical = self.lexical.search(ns, query, pool)
+        candidates = fuse(dense, lexical, self.policy)
+        memories = self.store.get_many(ns, candidates)
+        ranked = rank(candidates, memories, when, self.policy, admit)
+        ranked = self._expand(ns, ranked, candidates, memories, when, admit)
+
+        top = ranked[: max(k, 1)]
+        degrees = self.store.degrees(ns, [r.memory.id for r in top]) if top else {}
+        hits = [
+            Hit(
+                r.memory,
+                r.score,
+                Explanation(
+                    final=r.score,
+                    relevance=r.candidate.relevance,
+                    dense=r.candidate.dense,
+                    lexical=r.candidate.lexical,
+                    decay=r.decay,
+                    importance=importance_score(
+                        r.memory, degrees.get(r.memory.id, 0), when, self.policy
+                    ),
+                    tier=r.memory.tier,
+                    hops=r.candidate.hops,
+                    via=r.candidate.via,
+                ),
+            )
+            for r in top
+        ]
+        tokens = None
+        if token_budget is not None:
+            assert self.token_counter is not None
+            hits, tokens = pack(hits, token_budget, render_hit, self.token_counter)
+        if reinforce and as_of is None and hits:
+            self.store.touch(ns, [h.id for h in hits], now, self.policy.access_window)
+        return RecallResult(query, tuple(hits), tokens)
+
+    def _expand(
+        self,
+        namespace: str,
+        ranked: list[Ranked],
+        candidates: dict[str, Candidate],
+        memories: dict[str, Memory],
+        when: datetime,
+        admit: Callable[[Memory], bool],
+    ) -> list[Ranked]:
+        """Graph expansion: neighbours of the best hits join with decayed relevance."""
+        frontier = [r.candidate for r in ranked[: self.policy.expansion_seeds]]
+        known = dict(candidates)
+        added: dict[str, Candidate] = {}
+        for hop in range(1, self.policy.max_hops + 1):
+            if not frontier:
+                break
+            edges = self.store.edges(namespace, [c.id for c in frontier])
+            found = expand(frontier, edges, known, self.policy, hop)
+            if not found:
+                break
+            known.update(found)
+            added.update(found)
+            frontier = list(found.values())
+        if not added:
+            return ranked
+        memories.update(self.store.get_many(namespace, added))
+        extra = rank(added, memories, when, self.policy, admit)
+        return sorted([*ranked, *extra], key=lambda r: (-r.score, r.memory.id))
+
+    def history(
+        self,
+        subject: str,
+        predicate: str,
+        *,
+        namespace: str | None = None,
+        kind: Kind | str = Kind.SEMANTIC,
+    ) -> list[Memory]:
+        """Every version of a fact, oldest first: what was believed, and from when to when."""
+        ns = self._ns(namespace)
+        return self.store.find_by_key(ns, fact_key(parse_kind(kind), subject, predicate))
+
+    # ------------------------------------------------------------------ deletion
+
+    def forget(self, *memory_ids: str, namespace: str | None = None) -> int:
+        """Real deletion, for privacy: the records, their edges, lexical entries and vectors."""
+        ns = self._ns(namespace)
+        ids = [i for i in memory_ids if isinstance(i, str) and i]
+        if not ids:
+            return 0
+        n = self.store.delete(ns, ids)
+        self.vectors.delete(ns, ids)
+        return n
+
+    def forget_namespace(self, namespace: str) -> int:
+        """Delete everything a namespace holds (a user's right to erasure)."""
+        ns = validate_namespace(namespace)
+        n = self.store.delete_namespace(ns)
+        self.vectors.drop_namespace(ns)
+        return n
+
+    # ------------------------------------------------------------------ inspection
+
+    def stats(self, *, namespace: str | None = None) -> dict[str, Any]:
+        ns = self._ns(namespace)
+        counts = self.store.count(ns)
+        return {
+            "namespace": ns,
+            **counts,
+            "vectors": self.vectors.count(ns),
+            "embedder": f"{self.embedder.name} ({self.embedder.dimension}d)",
+            "vector_repair_needed": self.store.get_meta(_META_VECTORS_BEHIND) == "1",
+        }
+
+    def namespaces(self) -> list[str]:
+        return self.store.namespaces()
+
+    # ------------------------------------------------------------------ export / import
+
+    def export(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """JSON-ready records: a header, then every memory (all statuses) and edge.
+        `namespace=None` exports every namespace."""
+        spaces = [self._ns(namespace)] if namespace is not None else self.store.namespaces()
+        yield {"type": "reverie-export", "format": FORMAT_VERSION}
+        for ns in spaces:
+            ids: list[str] = []
+            for m in self.store.scan(ns):
+                ids.append(m.id)
+                yield {"type": "memory", "record": memory_to_dict(m)}
+            seen: set[tuple[str, str, str]] = set()
+            for i in range(0, len(ids), 500):
+                for e in self.store.edges(ns, ids[i : i + 500]):
+                    key = (e.src, e.dst, e.type.value)
+                    if key not in seen:
+                        seen.add(key)
+                        yield {"type": "edge", "namespace": ns, "record": edge_to_dict(e)}
+
+    def import_(
+        self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 256
+    ) -> dict[str, int]:
+        """Restore an export. Each batch is validated whole before it is written, and
+        memories already present at the same or a newer version are left alone, so an
+        import can be re-run after an interruption."""
+        counts = {"memories": 0, "edges": 0, "skipped": 0}
+        memories: list[Memory] = []
+        edges: list[tuple[str, Edge]] = []
+
+        def flush() -> None:
+            by_ns: dict[str, list[Memory]] = {}
+            for m in memories:
+                by_ns.setdefault(m.namespace, []).append(m)
+            for ns, ms in by_ns.items():
+                have = self.store.get_many(ns, [m.id for m in ms])
+                fresh = [m for m in ms if m.id not in have or have[m.id].version < m.version]
+                counts["skipped"] += len(ms) - len(fresh)
+                if fresh:
+                    self.store.commit(WriteBatch(ns, tuple(fresh), restore=True))
+                    vecs = self._embed([m.text for m in fresh])
+                    self._index(ns, list(zip(fresh, vecs, strict=True)), [])
+                    counts["memories"] += len(fresh)
+            memories.clear()
+            by_edge: dict[str, list[Edge]] = {}
+            for ns, e in edges:
+                by_edge.setdefault(ns, []).append(e)
+            for ns, es in by_edge.items():
+                self.store.commit(WriteBatch(ns, (), tuple(es)))
+                counts["edges"] += len(es)
+            edges.clear()
+
+        for n, rec in enumerate(records, 1):
+            kind = rec.get("type")
+            if kind == "reverie-export":
+                if rec.get("format") != FORMAT_VERSION:
+                    raise InvalidInput(
+                        f"export format {rec.get('format')!r} is not supported "
+                        f"(this reverie reads format {FORMAT_VERSION})"
+                    )
+            elif kind == "memory":
+                memories.append(memory_from_dict(rec["record"]))
+            elif kind == "edge":
+                edges.append((validate_namespace(rec["namespace"]), edge_from_dict(rec["record"])))
+            else:
+                raise InvalidInput(f"record {n}: unknown type {kind!r}")
+            if len(memories) + len(edges) >= batch_size:
+                flush()
+        flush()
+        return counts
+
+    # ------------------------------------------------------------------ repair
+
+    def repair(
+        self,
+        *,
+        namespace: str | None = None,
+        reembed: bool = False,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> RepairReport:
+        """Rebuild the derived vector index from the records: index what is missing,
+        drop what has no record, refresh statuses. `reembed=True` re-embeds everything
+        with the current embedder (after a model change)."""
+        report = RepairReport()
+        spaces = [self._ns(namespace)] if namespace is not None else self.store.namespaces()
+        for ns in spaces:
+            stats = self._repair_namespace(ns, reembed, batch_size, progress)
+            report.per_namespace[ns] = stats
+            report.namespaces += 1
+            report.indexed += stats["indexed"]
+            report.removed += stats["removed"]
+            report.checked += stats["checked"]
+        if reembed:
+            self.store.set_meta(_META_EMBEDDER, f"{self.embedder.name}:{self.embedder.dimension}")
+        if namespace is None:
+            self.store.set_meta(_META_VECTORS_BEHIND, "0")
+        return report
+
+    def _repair_namespace(
+        self,
+        ns: str,
+        reembed: bool,
+        batch_size: int,
+        progress: Callable[[int], None] | None,
+    ) -> dict[str, int]:
+        if reembed:
+            self.vectors.drop_namespace(ns)
+        indexed = self.vectors.ids(ns)
+        seen: set[str] = set()
+        todo: list[Memory] = []
+        restatus: list[Memory] = []
+        stats = {"indexed": 0, "removed": 0, "checked": 0}
+
+        def flush() -> None:
+            if todo:
+                vecs = self._embed([m.text for m in todo])
+                self.vectors.upsert(
+                    ns,
+                    [
+                        VectorItem(m.id, v, _vector_meta(m))
+                        for m, v in zip(todo, vecs, strict=True)
+                    ],
+                )
+                stats["indexed"] += len(todo)
+                todo.clear()
+            if restatus:
+                self.vectors.set_metadata(
+                    ns, [m.id for m in restatus], [_vector_meta(m) for m in restatus]
+                )
+                restatus.clear()
+
+        for m in self.store.scan(ns):
+            seen.add(m.id)
+            stats["checked"] += 1
+            (restatus if m.id in indexed else todo).append(m)
+            if len(todo) >= batch_size or len(restatus) >= 4 * batch_size:
+                flush()
+            if progress is not None:
+                progress(1)
+        flush()
+        orphans = sorted(indexed - seen)
+        if orphans:
+            self.vectors.delete(ns, orphans)
+        stats["removed"] = len(orphans)
+        return stats
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self.vectors.close()
+        self.store.close()
+
+    def __enter__(self) -> MemoryEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # async twins: the same calls, off the event loop
+    aobserve = _to_thread(observe)
+    aremember = _to_thread(remember)
+    aconfirm = _to_thread(confirm)
+    apin = _to_thread(pin)
+    aget = _to_thread(get)
+    arecall = _to_thread(recall)
+    ahistory = _to_thread(history)
+    aforget = _to_thread(forget)
+    astats = _to_thread(stats)
+
+
+def _vector_meta(m: Memory) -> dict[str, str | int | float | bool]:
+    return {"status": m.status.value, "kind": m.kind.value}
+

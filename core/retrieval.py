@@ -1,0 +1,125 @@
+"""Ranking: fuse dense and lexical candidates, expand over the graph, score, explain.
+
+Pure functions over data the engine has already fetched, so the ranking can be
+tested (and reasoned about) without any store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .models import Edge, Memory, Tier
+from .policy import Policy
+from .ports import LexicalHit, VectorHit
+from .scoring import decay_score, final_score, never_decays
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a memory ranked where it did: every term of its score."""
+
+    final: float
+    relevance: float  # fused dense + lexical (or carried over the graph)
+    dense: float  # cosine similarity to the query, clipped at 0
+    lexical: float  # BM25 normalised by the best BM25 of this query, in [0, 1]
+    decay: float  # decayed salience at the time asked
+    importance: float  # importance blend (recency, frequency, centrality, confidence)
+    tier: Tier
+    hops: int  # 0 = direct hit, n = reached over n graph edges
+    via: str | None = None  # the memory it was reached from, when hops > 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "final": round(self.final, 4),
+            "relevance": round(self.relevance, 4),
+            "dense": round(self.dense, 4),
+            "lexical": round(self.lexical, 4),
+            "decay": round(self.decay, 4),
+            "importance": round(self.importance, 4),
+            "tier": self.tier.value,
+            "hops": self.hops,
+            "via": self.via,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    id: str
+    dense: float
+    lexical: float
+    relevance: float
+    hops: int = 0
+    via: str | None = None
+
+
+def fuse(
+    dense: Sequence[VectorHit], lexical: Sequence[LexicalHit], policy: Policy
+) -> dict[str, Candidate]:
+    """Linear fusion of cosine similarity and max-normalised BM25.
+
+    Max-normalising BM25 per query puts the best lexical match at 1.0, on the same
+    footing as a near-identical embedding; rank-only fusion (RRF) would throw away
+    how much better the best match is than the tenth.
+    """
+    dense_by_id = {h.id: max(0.0, h.similarity) for h in dense}
+    top = max((h.score for h in lexical), default=0.0)
+    lex_by_id = {h.id: (h.score / top if top > 0 else 0.0) for h in lexical}
+    w = policy.dense_weight
+    out: dict[str, Candidate] = {}
+    for cid in dense_by_id.keys() | lex_by_id.keys():
+        d = dense_by_id.get(cid, 0.0)
+        lx = max(0.0, lex_by_id.get(cid, 0.0))
+        out[cid] = Candidate(cid, d, lx, w * d + (1.0 - w) * lx)
+    return out
+
+
+def expand(
+    seeds: Iterable[Candidate],
+    edges: Iterable[Edge],
+    known: Mapping[str, Candidate],
+    policy: Policy,
+    hop: int,
+) -> dict[str, Candidate]:
+    """Neighbours of the seeds not yet known, carrying relevance * hop_decay * edge weight."""
+    by_id = {s.id: s for s in seeds}
+    found: dict[str, Candidate] = {}
+    for e in edges:
+        for here, there in ((e.src, e.dst), (e.dst, e.src)):
+            seed = by_id.get(here)
+            if seed is None or there in known:
+                continue
+            rel = seed.relevance * policy.hop_decay * min(1.0, e.weight)
+            if there not in found or rel > found[there].relevance:
+                found[there] = Candidate(there, 0.0, 0.0, rel, hop, seed.id)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    memory: Memory
+    candidate: Candidate
+    decay: float
+    score: float
+
+
+def rank(
+    candidates: Mapping[str, Candidate],
+    memories: Mapping[str, Memory],
+    at: datetime,
+    policy: Policy,
+    admit: Callable[[Memory], bool],
+) -> list[Ranked]:
+    """Score every admissible candidate; below the decay floor only crystals and pins survive."""
+    out: list[Ranked] = []
+    for cid, cand in candidates.items():
+        m = memories.get(cid)
+        if m is None or not admit(m):
+            continue
+        d = decay_score(m, at, policy)
+        if d < policy.decay_floor and not never_decays(m):
+            continue
+        out.append(Ranked(m, cand, d, final_score(cand.relevance, d, policy)))
+    out.sort(key=lambda r: (-r.score, r.memory.id))
+    return out
