@@ -644,9 +644,9 @@ class MemoryEngine:
             frontier = list(found.values())
         if not added:
             return ranked
-        memories.update(self.store.get_many(namespace, added))
-        extra = rank(added, memories, when, self.policy, admit)
-        return sorted([*ranked, *extra], key=lambda r: (-r.score, r.memory.id))
+        missing = [i for i in added if i not in memories]
+        memories.update(self.store.get_many(namespace, missing))
+        return rank(known, memories, when, self.policy, admit)
 
     def history(
         self,

@@ -82,17 +82,21 @@ def expand(
     policy: Policy,
     hop: int,
 ) -> dict[str, Candidate]:
-    """Neighbours of the seeds not yet known, carrying relevance * hop_decay * edge weight."""
+    """Neighbours of the seeds, carrying relevance * hop_decay * edge weight, where that
+    beats what the neighbour already has (a weak direct match can be lifted by a strong
+    neighbour; its own dense and lexical terms are kept for the explanation)."""
     by_id = {s.id: s for s in seeds}
     found: dict[str, Candidate] = {}
     for e in edges:
         for here, there in ((e.src, e.dst), (e.dst, e.src)):
             seed = by_id.get(here)
-            if seed is None or there in known:
+            if seed is None:
                 continue
             rel = seed.relevance * policy.hop_decay * min(1.0, e.weight)
-            if there not in found or rel > found[there].relevance:
-                found[there] = Candidate(there, 0.0, 0.0, rel, hop, seed.id)
+            prior = found.get(there) or known.get(there)
+            if prior is None or rel > prior.relevance:
+                dense, lexical = (prior.dense, prior.lexical) if prior else (0.0, 0.0)
+                found[there] = Candidate(there, dense, lexical, rel, hop, seed.id)
     return found
 
 
