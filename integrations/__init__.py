@@ -1,1 +1,9 @@
-"""reverie.integrations: the driven side (SQLite, Chroma, embedders, token counting)."""
+"""reverie.integrations: the driven side (SQLite, Chroma, embedders, token counting).
+
+`open_engine()` opens the embedded default; backends are imported lazily so that
+importing this package needs nothing beyond reverie's base dependencies.
+"""
+
+from .factory import default_data_dir, open_engine
+
+__all__ = ["default_data_dir", "open_engine"]

@@ -1,0 +1,110 @@
+"""Open a `MemoryEngine` on real backends from plain settings (paths and URLs).
+
+This is where the embedded default lives: with no arguments, one SQLite file and an
+embedded Chroma directory under a per-user data directory, and the offline local
+embedding model. `REVERIE_HOME` moves that directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reverie.core.clock import SystemClock
+from reverie.core.engine import MemoryEngine
+from reverie.core.errors import InvalidInput
+from reverie.core.policy import DEFAULT_POLICY, Policy
+from reverie.core.ports import Clock, Embedder, LexicalIndex, RecordStore, VectorIndex
+
+ENV_HOME = "REVERIE_HOME"
+ENV_STORE = "REVERIE_STORE"
+ENV_VECTORS = "REVERIE_VECTORS"
+
+
+def default_data_dir() -> Path:
+    """$REVERIE_HOME, else the platform's per-user data directory (~/.local/share/reverie)."""
+    env = os.environ.get(ENV_HOME)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("reverie", appauthor=False))
+
+
+def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
+    """A record store from a path or URL: a file path or sqlite:///path is SQLite."""
+    from .sqlite_store import SQLiteStore
+
+    if spec is None:
+        return SQLiteStore(home / "memory.db")
+    text = os.fspath(spec)
+    if text.startswith("sqlite:///"):
+        return SQLiteStore(text.removeprefix("sqlite:///") or home / "memory.db")
+    if "://" in text:
+        raise InvalidInput(
+            f"unsupported store URL {text!r}: use a file path or sqlite:///path"
+        )
+    return SQLiteStore(Path(text).expanduser())
+
+
+def open_vectors(spec: str | os.PathLike[str] | None, home: Path) -> VectorIndex:
+    """A vector index: http(s)://host:port is a Chroma server, anything else a directory
+    for embedded Chroma."""
+    from .chroma_index import ChromaIndex
+
+    if spec is None:
+        return ChromaIndex.embedded(home / "vectors")
+    text = os.fspath(spec)
+    if text.startswith(("http://", "https://")):
+        return ChromaIndex.server(text)
+    return ChromaIndex.embedded(Path(text).expanduser())
+
+
+def open_engine(
+    home: str | os.PathLike[str] | None = None,
+    *,
+    store: RecordStore | str | os.PathLike[str] | None = None,
+    vectors: VectorIndex | str | os.PathLike[str] | None = None,
+    embedder: Embedder | None = None,
+    policy: Policy = DEFAULT_POLICY,
+    clock: Clock | None = None,
+    namespace: str = "default",
+) -> MemoryEngine:
+    """The engine on real backends. Every argument is optional: `open_engine()` is the
+    embedded default. `store` and `vectors` also come from $REVERIE_STORE and
+    $REVERIE_VECTORS."""
+    base = Path(home).expanduser() if home is not None else default_data_dir()
+    store = store if store is not None else os.environ.get(ENV_STORE)
+    vectors = vectors if vectors is not None else os.environ.get(ENV_VECTORS)
+    rs = store if _is_store(store) else open_store(store, base)  # type: ignore[arg-type]
+    if not isinstance(rs, LexicalIndex):
+        raise InvalidInput(f"{type(rs).__name__} has no lexical index (BM25) to recall with")
+    try:
+        vi = vectors if _is_vectors(vectors) else open_vectors(vectors, base)  # type: ignore[arg-type]
+        if embedder is None:
+            from .embedders import LocalEmbedder
+
+            embedder = LocalEmbedder()
+        from .tokens import tiktoken_counter
+
+        return MemoryEngine(
+            rs,
+            rs,
+            vi,
+            embedder,
+            policy=policy,
+            clock=clock or SystemClock(),
+            default_namespace=namespace,
+            token_counter=tiktoken_counter(),
+        )
+    except BaseException:
+        rs.close()
+        raise
+
+
+def _is_store(x: object) -> bool:
+    return x is not None and not isinstance(x, str | os.PathLike) and isinstance(x, RecordStore)
+
+
+def _is_vectors(x: object) -> bool:
+    return x is not None and not isinstance(x, str | os.PathLike) and isinstance(x, VectorIndex)
