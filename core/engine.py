@@ -123,6 +123,29 @@ def render_hit(hit: Hit) -> str:
     return f"- [{hit.memory.created_at:%Y-%m-%d}] {hit.memory.text}"
 
 
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One item for `observe_many`; the fields mirror `observe`'s arguments."""
+
+    text: str
+    source: str | None = None
+    at: datetime | None = None
+    kind: Kind | str = Kind.EPISODIC
+    importance: float | None = None
+    entities: Iterable[str] | None = None
+    metadata: Mapping[str, Any] | None = None
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    memory: Memory
+    digest: str
+    source: str
+    when: datetime
+    correction: bool
+
+
 @dataclass(slots=True)
 class RepairReport:
     namespaces: int = 0
@@ -281,70 +304,115 @@ class MemoryEngine:
         """Store a trace. An exact repeat (same normalised text) in the namespace adds
         `source` to the existing memory instead of a copy; a correction ("actually",
         "no longer", "switched to", ...) supersedes the most similar earlier trace."""
+        item = Observation(text, source, at, kind, importance, entities, metadata, pinned)
+        return self.observe_many([item], namespace=namespace)[0]
+
+    def observe_many(
+        self,
+        items: Iterable[Observation | str],
+        *,
+        namespace: str | None = None,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Memory]:
+        """`observe` for many texts at once, embedding them in batches (bulk ingest is
+        several times faster). Every item is validated before anything is written, and
+        each item is then its own atomic write, in order."""
         ns = self._ns(namespace)
-        text = self._check_text(text)
-        k = parse_kind(kind)
-        when = self._now(at)
-        src = source if source is not None else f"observe:{self._new_id()}"
+        prepared = [
+            self._prepare(ns, it if isinstance(it, Observation) else Observation(it))
+            for it in items
+        ]
+        out: list[Memory] = []
+        for i in range(0, len(prepared), batch_size):
+            chunk = prepared[i : i + batch_size]
+            fresh = [p for p in chunk if self.store.find_by_hash(ns, p.digest) is None]
+            embedded = self._embed([p.memory.text for p in fresh]) if fresh else []
+            vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
+            pending: list[tuple[Memory, Vector]] = []
+            restatus: list[Memory] = []
+            for p in chunk:
+                vec = vecs.get(id(p))
+                existing = self.store.find_by_hash(ns, p.digest) if vec is None else None
+                if existing is not None:
+                    out.append(self._fold(ns, existing.id, p.source, p.when))
+                else:
+                    if vec is None:  # its twin was forgotten since the chunk began
+                        vec = self._embed([p.memory.text])[0]
+                    if p.correction and pending:  # the target may be in this very chunk
+                        self._index(ns, pending, restatus)
+                        pending, restatus = [], []
+                    stored, superseded, created = self._write_trace(ns, p, vec)
+                    out.append(stored)
+                    if created:
+                        pending.append((stored, vec))
+                    if superseded is not None:
+                        restatus.append(superseded)
+                if progress is not None:
+                    progress(1)
+            self._index(ns, pending, restatus)
+        return out
+
+    def _prepare(self, ns: str, item: Observation) -> _Prepared:
+        text = self._check_text(item.text)
+        when = self._now(item.at)
+        src = item.source if item.source is not None else f"observe:{self._new_id()}"
         if not isinstance(src, str) or not src.strip():
             raise InvalidInput("source must be non-empty text")
-        if importance is not None:
-            check_unit("importance", importance)
-        digest = content_hash(text)
-
-        existing = self.store.find_by_hash(ns, digest)
-        if existing is not None:
-            return self._fold(ns, existing.id, src, when)
-
-        vec = self._embed([text])[0]
+        if item.importance is not None:
+            check_unit("importance", item.importance)
         ents = (
-            frozenset(e.casefold() for e in entities)
-            if entities is not None
+            frozenset(e.casefold() for e in item.entities)
+            if item.entities is not None
             else extract_entities(text)
         )
         memory = Memory(
             id=self._new_id(),
             namespace=ns,
-            kind=k,
+            kind=parse_kind(item.kind),
             tier=Tier.TRACE,
             text=text,
             created_at=when,
-            importance=importance
-            if importance is not None
+            importance=item.importance
+            if item.importance is not None
             else initial_importance(text, self.policy, ents),
             confidence=self.policy.initial_confidence_trace,
             sources=frozenset({src}),
             entities=ents,
-            metadata=dict(metadata or {}),
-            pinned=pinned,
+            metadata=dict(item.metadata or {}),
+            pinned=item.pinned,
         )
+        return _Prepared(memory, content_hash(text), src, when, is_correction(text))
+
+    def _write_trace(
+        self, ns: str, p: _Prepared, vec: Vector
+    ) -> tuple[Memory, Memory | None, bool]:
+        memory = p.memory
         edges = self._entity_edges(ns, memory)
 
-        def attempt() -> tuple[Memory, Memory | None]:
-            old = self._correction_target(ns, text, vec, when) if is_correction(text) else None
+        def attempt() -> tuple[Memory, Memory | None, bool]:
+            old = self._correction_target(ns, memory.text, vec, p.when) if p.correction else None
             puts = [memory]
             batch_edges = list(edges)
             superseded = None
             if old is not None:
                 superseded = old.evolve(
-                    status=Status.SUPERSEDED, superseded_by=memory.id, valid_to=when,
-                    updated_at=when,
+                    status=Status.SUPERSEDED, superseded_by=memory.id, valid_to=p.when,
+                    updated_at=p.when,
                 )
                 puts.append(superseded)
                 batch_edges.append(Edge(memory.id, old.id, EdgeType.SUPERSEDES, 1.0))
             self._commit(WriteBatch(ns, tuple(puts), tuple(batch_edges)))
-            return memory, superseded
+            return memory, superseded, True
 
         try:
-            stored, superseded = self._retrying(attempt)
+            return self._retrying(attempt)
         except ConflictError:
             # Someone stored the same text between our lookup and our write: fold into it.
-            again = self.store.find_by_hash(ns, digest)
+            again = self.store.find_by_hash(ns, p.digest)
             if again is None:
                 raise
-            return self._fold(ns, again.id, src, when)
-        self._index(ns, [(stored, vec)], [superseded] if superseded else [])
-        return stored
+            return self._fold(ns, again.id, p.source, p.when), None, False
 
     def _fold(self, namespace: str, memory_id: str, source: str, when: datetime) -> Memory:
         """A repeat from another source: one more source, more confidence, a fresh clock."""
@@ -856,6 +924,7 @@ class MemoryEngine:
 
     # async twins: the same calls, off the event loop
     aobserve = _to_thread(observe)
+    aobserve_many = _to_thread(observe_many)
     aremember = _to_thread(remember)
     aconfirm = _to_thread(confirm)
     apin = _to_thread(pin)

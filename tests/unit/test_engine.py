@@ -299,3 +299,20 @@ def test_policy_is_respected(engine: MemoryEngine) -> None:
     e.observe("orchids need little water")
     h = e.recall("orchids water")[0]
     assert h.score == pytest.approx(h.explanation.relevance)
+
+
+def test_observe_many_matches_observe_one_by_one() -> None:
+    texts = ["I like tea", "Bo lives in Oslo", "i like tea", "Actually Bo lives in Bergen now"]
+    one, many = make_engine(), make_engine()
+    singles = [one.observe(t, source=f"s{i}") for i, t in enumerate(texts)]
+    from reverie.core.engine import Observation
+
+    batch = many.observe_many([Observation(t, source=f"s{i}") for i, t in enumerate(texts)])
+    assert [m.text for m in batch] == [m.text for m in singles]
+    assert batch[2].id == batch[0].id and batch[2].sources == {"s0", "s2"}
+    assert one.stats()["total"] == many.stats()["total"] == 3
+    # a bad item anywhere means nothing at all is written
+    e = make_engine()
+    with pytest.raises(EmptyText):
+        e.observe_many(["fine", "  "])
+    assert e.stats()["total"] == 0
