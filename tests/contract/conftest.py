@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from reverie.core.models import Kind, Memory, Tier
+from reverie.core.ports import LexicalIndex, RecordStore
 from reverie.integrations.chroma_index import ChromaIndex
+from reverie.integrations.sqlite_store import SQLiteStore
+
+from tests.fakes import InMemoryStore
 
 # --- VectorIndex -------------------------------------------------------------------------
 
@@ -41,3 +49,55 @@ def vector_ns(vector_index: ChromaIndex) -> Iterator[Callable[[str], str]]:
     if not getattr(vector_index, "_closed", False):
         for ns in made:
             vector_index.drop_namespace(ns)
+
+
+# --- RecordStore (and LexicalIndex, where the store is one) --------------------------------
+
+RecordStoreFactory = Callable[[Path], RecordStore]
+
+# One entry per implementation: the whole RecordStore suite runs against each. A factory
+# gets a fresh temporary directory; one that needs a server (Redis) should fail loudly if
+# the server cannot be started, like `chroma_server_url` does.
+RECORD_STORES: dict[str, RecordStoreFactory] = {
+    "sqlite": lambda tmp: SQLiteStore(tmp / "store" / "reverie.db"),
+    "memory": lambda tmp: InMemoryStore(),
+}
+
+
+@pytest.fixture(params=sorted(RECORD_STORES))
+def record_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RecordStore]:
+    store = RECORD_STORES[request.param](tmp_path)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def lexical_store(record_store: RecordStore) -> RecordStore:
+    """The store, when it is also the LexicalIndex kept in step with it; else skip."""
+    if not isinstance(record_store, LexicalIndex):
+        pytest.skip(
+            f"{type(record_store).__name__} is not a LexicalIndex; the search tests need a "
+            "store that keeps its own lexical index"
+        )
+    return record_store
+
+
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+_ids = itertools.count(1)
+
+
+def make_memory(**overrides: Any) -> Memory:
+    """A valid active episodic trace in namespace 'ns' with unique id and text."""
+    n = next(_ids)
+    fields: dict[str, Any] = {
+        "id": f"m{n}",
+        "namespace": "ns",
+        "kind": Kind.EPISODIC,
+        "tier": Tier.TRACE,
+        "text": f"memory number {n}",
+        "created_at": T0 + timedelta(seconds=n),
+    }
+    fields.update(overrides)
+    return Memory(**fields)

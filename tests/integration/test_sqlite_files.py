@@ -1,0 +1,232 @@
+"""SQLiteStore against real files: foreign and damaged files are refused untouched, data
+survives reopening, several processes share one file without losing a write, and a failed
+write leaves the file as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reverie.core.errors import (
+    BackendUnavailable,
+    ConflictError,
+    InvalidInput,
+    LockBusy,
+    SchemaTooNew,
+    StoreCorrupt,
+)
+from reverie.core.models import Edge, EdgeType, Kind, Memory, Tier
+from reverie.core.ports import WriteBatch
+from reverie.integrations.sqlite_store import SCHEMA_VERSION, SQLiteStore
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def make_memory(memory_id: str, text: str | None = None, **overrides: Any) -> Memory:
+    fields: dict[str, Any] = {
+        "id": memory_id,
+        "namespace": "ns",
+        "kind": Kind.EPISODIC,
+        "tier": Tier.TRACE,
+        "text": text or f"the memory called {memory_id}",
+        "created_at": T0,
+    }
+    fields.update(overrides)
+    return Memory(**fields)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, read with plain sqlite3 (not through the store)."""
+    conn = sqlite3.connect(path)
+    try:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        return {t: sorted(conn.execute(f'SELECT * FROM "{t}"'), key=repr) for t in tables}
+    finally:
+        conn.close()
+
+
+# --- files that are not (usable) reverie stores -------------------------------------------
+
+
+def test_random_bytes_are_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    path.write_bytes(b"\x00not sqlite\xff" + os.urandom(8192))
+    before = digest(path)
+    with pytest.raises(StoreCorrupt, match=r"backup|another path"):
+        SQLiteStore(path)
+    assert digest(path) == before
+
+
+def test_a_truncated_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:
+    good = tmp_path / "good.db"
+    with SQLiteStore(good) as store:
+        store.commit(WriteBatch("ns", (make_memory("a"),)))
+    path = tmp_path / "broken.db"
+    path.write_bytes(good.read_bytes()[:150] + os.urandom(3000))
+    before = digest(path)
+    with pytest.raises(StoreCorrupt):
+        SQLiteStore(path)
+    assert digest(path) == before
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)",
+        "CREATE TABLE meta (key TEXT, val TEXT)",  # a `meta` table, but not ours
+        "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)",  # ours in shape, no marker
+    ],
+)
+def test_another_applications_database_is_refused_untouched(tmp_path: Path, schema: str) -> None:
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute(schema)
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    before = digest(path)
+    with pytest.raises(StoreCorrupt, match="another application"):
+        SQLiteStore(path)
+    assert digest(path) == before
+    assert not Path(f"{path}-wal").exists()
+
+
+def test_a_store_from_a_newer_reverie_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with SQLiteStore(path) as store:
+        store.commit(WriteBatch("ns", (make_memory("a"),)))
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    before = digest(path)
+    with pytest.raises(SchemaTooNew, match=r"[Uu]pgrade reverie"):
+        SQLiteStore(path)
+    assert digest(path) == before
+
+
+def test_a_directory_is_not_a_store_path(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="directory"):
+        SQLiteStore(tmp_path)
+
+
+# --- files that are --------------------------------------------------------------------
+
+
+def test_new_file_in_new_directories_and_an_empty_file(tmp_path: Path) -> None:
+    nested = tmp_path / "a" / "b" / "memory.db"
+    with SQLiteStore(nested) as store:
+        assert store.namespaces() == []
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with SQLiteStore(empty) as store:
+        store.commit(WriteBatch("ns", (make_memory("a"),)))
+    conn = sqlite3.connect(empty)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+def test_reopening_keeps_everything(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    a = make_memory("a", "Alice moved to Lisbon in May", entities={"alice", "lisbon"})
+    b = make_memory("b", "Bob likes chess")
+    with SQLiteStore(path) as store:
+        store.commit(WriteBatch("ns", (a, b), (Edge("a", "b", EdgeType.ENTITY, 0.7),)))
+        store.touch("ns", ["a"], T0 + timedelta(days=1), 8)
+        store.set_meta("embedder", "test/8")
+        store.journal_put("ns", "fp", {"step": "done"})
+    with SQLiteStore(path) as store:
+        got = store.get("ns", "a")
+        assert got is not None and got.access_count == 1 and got.version == 2
+        assert store.get("ns", "b") == b
+        assert store.edges("ns", ["a"]) == [Edge("a", "b", EdgeType.ENTITY, 0.7)]
+        assert [m.id for m in store.find_by_entity("ns", "lisbon", 5)] == ["a"]
+        assert [h.id for h in store.search("ns", "where does alice live? lisbon", 5)] == ["a"]
+        assert store.get_meta("embedder") == "test/8"
+        assert store.journal_get("ns", "fp") == {"step": "done"}
+
+
+def test_a_failed_write_leaves_the_file_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    a, b = make_memory("a"), make_memory("b")
+    with SQLiteStore(path) as store:
+        store.commit(WriteBatch("ns", (a, b), (Edge("a", "b", EdgeType.ENTITY),)))
+    before = dump(path)
+    with SQLiteStore(path) as store:
+        # First put is valid and gets written inside the transaction; the second conflicts.
+        bad = WriteBatch(
+            "ns",
+            (a.evolve(text="rewritten text"), make_memory("c", "new words"), b.evolve(version=5)),
+            (Edge("c", "a", EdgeType.CAUSAL),),
+            remove_edges=(("a", "b", EdgeType.ENTITY),),
+        )
+        with pytest.raises(ConflictError):
+            store.commit(bad)
+        with pytest.raises(InvalidInput):  # not JSON: refused before anything is written
+            store.commit(WriteBatch("ns", (make_memory("d", metadata={"x": object()}),)))
+        assert store.get("ns", "a") == a
+        assert [h.id for h in store.search("ns", "rewritten new words", 5)] == []
+    assert dump(path) == before
+
+
+def test_two_handles_on_one_file_share_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with SQLiteStore(path) as one, SQLiteStore(path) as two:
+        with one.lock("ns"), pytest.raises(LockBusy, match="locked"), two.lock("ns"):
+            pass
+        one.commit(WriteBatch("ns", (make_memory("a"),)))
+        assert two.get("ns", "a") is not None
+
+
+def test_a_closed_store_says_so(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "memory.db")
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(BackendUnavailable, match="closed"):
+        store.get("ns", "a")
+
+
+# --- several processes ---------------------------------------------------------------------
+
+
+def _touch_worker(path: str, worker: int, n: int) -> None:
+    store = SQLiteStore(path)
+    try:
+        for i in range(n):
+            store.touch("ns", ["shared"], T0 + timedelta(minutes=worker * 1000 + i), 16)
+    finally:
+        store.close()
+
+
+def test_four_processes_touching_one_memory_lose_no_count(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with SQLiteStore(path) as store:
+        store.commit(WriteBatch("ns", (make_memory("shared"),)))
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_touch_worker, args=(str(path), w, 100)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=180)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    with SQLiteStore(path) as store:
+        shared = store.get("ns", "shared")
+        assert shared is not None
+        assert shared.access_count == 400 and shared.version == 401
+        assert len(shared.recent_accesses) == 16
