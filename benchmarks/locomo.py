@@ -119,8 +119,14 @@ class Scores:
         return out
 
 
-def run(n_conversations: int | None, out_dir: Path, variants: Sequence[str]) -> dict[str, Any]:
+def run(
+    n_conversations: int | None,
+    out_dir: Path,
+    variants: Sequence[str],
+    extra: dict[str, dict[str, float]] | None = None,
+) -> dict[str, Any]:
     from reverie.core import ManualClock, Policy
+    from reverie.core.engine import Observation
     from reverie.integrations import open_engine
     from reverie.integrations.embedders import LocalEmbedder
 
@@ -132,6 +138,9 @@ def run(n_conversations: int | None, out_dir: Path, variants: Sequence[str]) -> 
         # had faded (an upper bound for what consolidation must preserve)
         "reverie-no-floor": Policy(decay_floor=0.0),
     }
+    for name, changes in (extra or {}).items():
+        policies[name] = Policy().replace(**changes)
+    variants = [*variants, *(extra or {})]
     scores: dict[str, Scores] = {v: Scores() for v in ("dense", "bm25", *variants)}
     ingest_seconds = 0.0
     ingest_turns = 0
@@ -143,9 +152,10 @@ def run(n_conversations: int | None, out_dir: Path, variants: Sequence[str]) -> 
             ns = f"locomo/{sample}"
             t0 = time.perf_counter()
             id_sources: dict[str, frozenset[str]] = {}
-            for t in turns:
-                clock.set(t.at)
-                engine.observe(t.text, namespace=ns, source=t.dia_id, at=t.at)
+            clock.set(turns[-1].at)
+            engine.observe_many(
+                [Observation(t.text, source=t.dia_id, at=t.at) for t in turns], namespace=ns
+            )
             ingest_seconds += time.perf_counter() - t0
             ingest_turns += len(turns)
             end = turns[-1].at + timedelta(hours=1)
@@ -232,12 +242,28 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from reverie.core import Policy
+
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--conversations", type=int, default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--variants", nargs="+", default=["reverie", "reverie-no-floor"])
+    ap.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        help="an extra variant, e.g. pure=alpha:1.0,decay_floor:0",
+    )
     args = ap.parse_args(argv)
-    run(args.conversations, args.out, args.variants)
+    extra = {}
+    for spec in args.policy:
+        name, _, body = spec.partition("=")
+        ints = {f for f, spec in Policy.__dataclass_fields__.items() if spec.type == "int"}
+        extra[name] = {
+            k: (int(v) if k in ints else float(v))
+            for k, v in (kv.split(":") for kv in body.split(","))
+        }
+    run(args.conversations, args.out, args.variants, extra)
 
 
 if __name__ == "__main__":

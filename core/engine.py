@@ -327,7 +327,9 @@ class MemoryEngine:
         for i in range(0, len(prepared), batch_size):
             chunk = prepared[i : i + batch_size]
             fresh = [p for p in chunk if self.store.find_by_hash(ns, p.digest) is None]
-            embedded: Sequence[Vector] | Vector = self._embed([p.memory.text for p in fresh]) if fresh else []
+            embedded: Sequence[Vector] | Vector = (
+                self._embed([p.memory.text for p in fresh]) if fresh else []
+            )
             vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
             pending: list[tuple[Memory, Vector]] = []
             restatus: list[Memory] = []

@@ -60,7 +60,8 @@ class Policy:
 
     # --- retrieval
     alpha: float = 0.7  # final = alpha * relevance + (1 - alpha) * decay
-    decay_floor: float = 0.05  # below this decay score a memory is not returned
+    decay_floor: float = 0.05  # below this decay score a memory is not returned...
+    floor_bypass_relevance: float = 1.0  # ...unless its relevance reaches this (1.0: never)
     dense_weight: float = 0.5  # relevance = dense_weight * dense + (1 - dense_weight) * lexical
     candidate_pool: int = 50  # candidates fetched from each channel (at least k)
     hop_decay: float = 0.5  # relevance carried per graph hop
@@ -90,11 +91,14 @@ class Policy:
                 problems.append(f"{f.name} must be a finite number, got {v!r}")
             elif v < 0:
                 problems.append(f"{f.name} must be >= 0, got {v!r}")
+            elif f.type == "int" and not isinstance(v, int):
+                problems.append(f"{f.name} must be a whole number, got {v!r}")
         unit_interval = [
             "high_importance", "low_importance", "weight_recency", "weight_frequency",
             "weight_centrality", "weight_confidence", "base_importance", "initial_confidence_trace",
             "initial_confidence_unit", "confidence_cap", "crystal_confidence", "crystal_importance",
-            "correction_similarity", "alpha", "decay_floor", "dense_weight", "hop_decay",
+            "correction_similarity", "alpha", "decay_floor", "floor_bypass_relevance",
+            "dense_weight", "hop_decay",
             "consolidation_tau", "cluster_theta", "near_duplicate_similarity",
             "trigger_mean_importance", "trigger_contradiction_ratio", "evict_salience",
             "gc_salience",

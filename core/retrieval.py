@@ -115,14 +115,16 @@ def rank(
     policy: Policy,
     admit: Callable[[Memory], bool],
 ) -> list[Ranked]:
-    """Score every admissible candidate; below the decay floor only crystals and pins survive."""
+    """Score every admissible candidate. Below the decay floor only crystals, pins and
+    matches at least `floor_bypass_relevance` strong survive."""
     out: list[Ranked] = []
     for cid, cand in candidates.items():
         m = memories.get(cid)
         if m is None or not admit(m):
             continue
         d = decay_score(m, at, policy)
-        if d < policy.decay_floor and not never_decays(m):
+        faded = d < policy.decay_floor and not never_decays(m)
+        if faded and cand.relevance < policy.floor_bypass_relevance:
             continue
         out.append(Ranked(m, cand, d, final_score(cand.relevance, d, policy)))
     out.sort(key=lambda r: (-r.score, r.memory.id))

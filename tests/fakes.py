@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-
 from reverie.core.errors import ConflictError, InvalidInput, InvalidVector, LockBusy
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier
 from reverie.core.ports import LexicalHit, Vector, VectorHit, VectorItem, WriteBatch
@@ -90,7 +89,8 @@ class InMemoryStore:
     def delete(self, namespace: str, ids: Iterable[str]) -> int:
         with self._lock:
             gone = {i for i in ids if self._mem.pop((namespace, i), None) is not None}
-            for k in [k for k in self._edges if k[0] == namespace and (k[1] in gone or k[2] in gone)]:
+            doomed = [k for k in self._edges if k[0] == namespace and {k[1], k[2]} & gone]
+            for k in doomed:
                 del self._edges[k]
             return len(gone)
 

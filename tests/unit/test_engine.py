@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from reverie.core import (
     DimensionMismatch,
     EmptyText,
@@ -26,6 +25,7 @@ from reverie.core import (
     UnknownKind,
 )
 from reverie.core.engine import MemoryEngine
+
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 from tests.unit.conftest import T0, make_engine
 

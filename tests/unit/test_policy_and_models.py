@@ -4,7 +4,6 @@ import math
 from datetime import UTC, datetime
 
 import pytest
-
 from reverie.core import (
     Fact,
     InvalidInput,
@@ -109,3 +108,8 @@ def test_text_heuristics() -> None:
     assert is_correction("Actually, I switched to oat milk")
     assert is_correction("I no longer work at Acme")
     assert not is_correction("I work at Acme")
+
+
+def test_policy_counts_must_be_whole_numbers() -> None:
+    with pytest.raises(InvalidPolicy, match="whole number"):
+        Policy(max_hops=1.0)  # type: ignore[arg-type]
