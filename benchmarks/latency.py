@@ -1,0 +1,184 @@
+"""Latency of the embedded default: observe and recall p50/p95 at 1k and 10k memories,
+against the raw Chroma query for the same vectors, measured in the same run.
+
+Recall is timed with the query's embedding excluded (query vectors are computed
+first and served from a cache), so the ratio shows what reverie adds on top of the
+vector search: the lexical channel, fusion, graph expansion, decay scoring, and
+(by default) the access-reinforcement write.
+Run: python benchmarks/latency.py [--sizes 1000 10000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+COCO = ROOT.parent / "shared" / "data" / "coco_captions" / "clusters.jsonl"
+
+
+class CachedEmbedder:
+    """The real model, with pre-computed vectors served for known texts, so that a timed
+    recall does not include the query's embedding."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.cache: dict[str, np.ndarray] = {}
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.inner.dimension)
+
+    def warm(self, texts: Sequence[str]) -> None:
+        for t, v in zip(texts, self.inner.embed(list(texts)), strict=True):
+            self.cache[t] = v
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self.cache]
+        if missing:
+            return np.asarray(self.inner.embed(list(texts)), dtype=np.float32)
+        return np.stack([self.cache[t] for t in texts]).astype(np.float32)
+
+
+def texts(n: int) -> list[str]:
+    out: list[str] = []
+    with COCO.open() as f:
+        for line in f:
+            out.extend(json.loads(line)["texts"])
+            if len(out) >= n:
+                break
+    return out[:n]
+
+
+def pct(xs: Sequence[float], p: float) -> float:
+    return float(np.percentile(np.asarray(xs) * 1000.0, p))
+
+
+def measure(size: int, n_queries: int, embedder: CachedEmbedder, tmp: Path) -> dict[str, Any]:
+    from reverie.core import ManualClock
+    from reverie.core.engine import Observation
+    from reverie.integrations import open_engine
+
+    corpus = texts(size + n_queries)
+    base, held_out = corpus[:size], corpus[size:]
+    print(f"[{size}] embedding {size} texts", file=sys.stderr)
+    embedder.warm(base)
+    clock = ManualClock(datetime(2025, 1, 1, tzinfo=UTC))
+    engine = open_engine(tmp / f"n{size}", embedder=embedder, clock=clock)
+    t0 = time.perf_counter()
+    engine.observe_many([Observation(t) for t in base], namespace="bench")
+    bulk = time.perf_counter() - t0
+
+    # single observes of new texts (the hot path of an agent), embedding included
+    obs = []
+    for t in held_out[: min(100, n_queries)]:
+        t1 = time.perf_counter()
+        engine.observe(t, namespace="bench")
+        obs.append(time.perf_counter() - t1)
+
+    queries = [f"a photo of {t.lower()}" for t in base[:: max(1, size // n_queries)][:n_queries]]
+    embedder.warm(queries)
+    vecs = [embedder.cache[q] for q in queries]
+    raw_coll = engine.vectors._collection("bench")  # type: ignore[attr-defined]
+
+    def raw(k: int) -> list[float]:
+        out = []
+        for v in vecs:
+            t1 = time.perf_counter()
+            raw_coll.query(query_embeddings=[v.tolist()], n_results=k, where={"status": "active"})
+            out.append(time.perf_counter() - t1)
+        return out
+
+    def recall(reinforce: bool) -> list[float]:
+        out = []
+        for q in queries:
+            t1 = time.perf_counter()
+            engine.recall(q, namespace="bench", k=10, reinforce=reinforce)
+            out.append(time.perf_counter() - t1)
+        return out
+
+    raw(10)  # warm caches equally for both sides
+    recall(False)
+    r_raw10, r_raw50 = raw(10), raw(engine.policy.candidate_pool)
+    r_read, r_full = recall(False), recall(True)
+    engine.close()
+    row = {
+        "memories": size,
+        "bulk_observe_per_s": size / bulk,
+        "observe_p50_ms": pct(obs, 50),
+        "observe_p95_ms": pct(obs, 95),
+        "raw_chroma_k10_p50_ms": pct(r_raw10, 50),
+        "raw_chroma_k50_p50_ms": pct(r_raw50, 50),
+        "recall_p50_ms": pct(r_full, 50),
+        "recall_p95_ms": pct(r_full, 95),
+        "recall_no_reinforce_p50_ms": pct(r_read, 50),
+        "recall_no_reinforce_p95_ms": pct(r_read, 95),
+    }
+    row["ratio_recall_vs_raw_k10"] = row["recall_p50_ms"] / row["raw_chroma_k10_p50_ms"]
+    row["ratio_recall_vs_raw_k50"] = row["recall_p50_ms"] / row["raw_chroma_k50_p50_ms"]
+    return row
+
+
+def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"# Latency, embedded default (SQLite + embedded Chroma), {meta['date']}",
+        "",
+        f"Machine: {meta['machine']}. {meta['queries']} recall queries per size, k=10; "
+        "recall excludes the query embedding; raw Chroma = `collection.query` with the same "
+        "vectors and the same active-status filter. Observe includes embedding one text.",
+        "",
+        "| memories | observe p50 / p95 ms | bulk observe /s | raw Chroma k=10 p50 | "
+        "raw Chroma k=50 p50 | recall p50 / p95 ms | recall w/o reinforce p50 | "
+        "recall / raw k=10 | recall / raw k=50 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['memories']:,} | {r['observe_p50_ms']:.1f} / {r['observe_p95_ms']:.1f} | "
+            f"{r['bulk_observe_per_s']:.0f} | {r['raw_chroma_k10_p50_ms']:.2f} | "
+            f"{r['raw_chroma_k50_p50_ms']:.2f} | "
+            f"{r['recall_p50_ms']:.2f} / {r['recall_p95_ms']:.2f} | "
+            f"{r['recall_no_reinforce_p50_ms']:.2f} | {r['ratio_recall_vs_raw_k10']:.2f}x | "
+            f"{r['ratio_recall_vs_raw_k50']:.2f}x |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", nargs="+", type=int, default=[1000, 10000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = ap.parse_args(argv)
+    from reverie.integrations.embedders import LocalEmbedder
+
+    embedder = CachedEmbedder(LocalEmbedder())
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [measure(n, args.queries, embedder, Path(tmp)) for n in args.sizes]
+    meta = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": f"{os.cpu_count()} cores, CPU only",
+        "queries": args.queries,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latency.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    (args.out / "latency.md").write_text(render(rows, meta))
+    print(render(rows, meta))
+
+
+if __name__ == "__main__":
+    main()
