@@ -1,0 +1,697 @@
+"""The `reverie` command line: the memory engine for a person at a terminal.
+
+Every command opens the engine from the global options (--home, --store, --vectors,
+--namespace), does one thing, and closes it. Results go to stdout (tables, or JSON /
+JSONL where a program reads them); progress, prompts and errors go to stderr, so
+`reverie export > backup.jsonl` and `reverie recall --json ... | jq` stay clean.
+
+A `ReverieError` is the user's to fix (bad input, unknown id, backend down): it is
+printed as one red line, without a traceback, and the exit code is 2 (like a usage
+error). Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Annotated, Any, NoReturn, ParamSpec, TypeVar
+
+import typer
+from reverie.core.clock import utc
+from reverie.core.engine import MemoryEngine
+from reverie.core.errors import InvalidInput, NotFound, ReverieError
+from reverie.core.models import Kind, Memory, Status, Tier
+from reverie.core.ports import Vector
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from .render import (
+    fmt_sources,
+    fmt_time,
+    history_table,
+    hits_table,
+    quiet_model_loading,
+    status_text,
+    tier_text,
+)
+
+__all__ = ["app", "main"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+out = Console()
+err = Console(stderr=True)
+
+app = typer.Typer(
+    name="reverie",
+    help="Long-term memory for LLM agents that forgets on purpose: decay, promotion, "
+    "supersession. Start with `reverie demo`.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+
+
+# ---------------------------------------------------------------------------- plumbing
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The global options, as given (None = the engine's default)."""
+
+    home: Path | None
+    store: str | None
+    vectors: str | None
+    namespace: str
+
+
+def _settings(ctx: typer.Context) -> Settings:
+    obj = ctx.find_object(Settings)
+    if obj is None:  # a command invoked without the callback (only in odd embeddings)
+        return Settings(None, None, None, "default")
+    return obj
+
+
+class _LazyLocalEmbedder:
+    """The local model, loaded on first use. Its name and dimension are constants, so
+    the engine's embedder check passes without the model, and commands that never
+    embed (stats, history, export, forget, confirm, pin) skip the multi-second load."""
+
+    def __init__(self) -> None:
+        self._inner: Any = None
+
+    @property
+    def name(self) -> str:
+        from reverie.integrations.embedders import MODEL_NAME
+
+        return MODEL_NAME
+
+    @property
+    def dimension(self) -> int:
+        from reverie.integrations.embedders import MODEL_DIMENSION
+
+        return MODEL_DIMENSION
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if self._inner is None:
+            from reverie.integrations.embedders import LocalEmbedder
+
+            self._inner = LocalEmbedder()
+        result: Vector = self._inner.embed(texts)
+        return result
+
+
+def _open(ctx: typer.Context, *, model: bool) -> MemoryEngine:
+    """The engine for this invocation. `model=True` loads the embedding model up front,
+    under a spinner, for commands that embed; the others get it lazily."""
+    from reverie.integrations import open_engine
+
+    s = _settings(ctx)
+    quiet_model_loading()
+    embedder: Any
+    if model:
+        from reverie.integrations.embedders import LocalEmbedder
+
+        with err.status("Loading the embedding model..."):
+            embedder = LocalEmbedder()
+    else:
+        embedder = _LazyLocalEmbedder()
+    return open_engine(
+        s.home, store=s.store, vectors=s.vectors, embedder=embedder, namespace=s.namespace
+    )
+
+
+def _handled(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn a `ReverieError` into one red line on stderr and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except ReverieError as e:
+            _fail(e)
+        except KeyboardInterrupt:
+            err.print("[red]interrupted[/red]")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def _fail(e: BaseException) -> NoReturn:
+    message = " ".join(str(e).split()) or type(e).__name__
+    err.print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True, highlight=False)
+    raise typer.Exit(2)
+
+
+def _progress(*, total_known: bool = True) -> Progress:
+    columns: list[Any] = [SpinnerColumn(), TextColumn("[bold blue]{task.description}")]
+    if total_known:
+        columns += [BarColumn(), MofNCompleteColumn()]
+    else:
+        columns += [TextColumn("{task.completed} done")]
+    columns.append(TimeElapsedColumn())
+    return Progress(*columns, console=err, transient=False)
+
+
+def _parse_time(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return utc(datetime.fromisoformat(value))
+    except ValueError:
+        raise typer.BadParameter(
+            f"{value!r} is not an ISO-8601 time (e.g. 2025-03-27 or 2025-03-27T09:00:00Z)",
+            param_hint=option,
+        ) from None
+
+
+def _kind(value: str) -> Kind:
+    try:
+        kind = Kind(value)
+    except ValueError:
+        raise typer.BadParameter("use semantic or procedural", param_hint="--kind") from None
+    if kind is Kind.EPISODIC:
+        raise typer.BadParameter(
+            "facts are semantic or procedural (episodes are observed, not remembered)",
+            param_hint="--kind",
+        )
+    return kind
+
+
+def _open_text(path: str) -> AbstractContextManager[IO[str]]:
+    """A file to read, or stdin for '-' (left open: it is not ours to close)."""
+    if path == "-":
+        return nullcontext(sys.stdin)
+    p = Path(path).expanduser()
+    try:
+        return p.open(encoding="utf-8")
+    except OSError as e:
+        raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _count_lines(path: str) -> int | None:
+    """Lines in a file, for a progress bar with an end; None for stdin."""
+    if path == "-":
+        return None
+    try:
+        with Path(path).expanduser().open("rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError as e:
+        raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _memory_panel(m: Memory, title: str, *, note: str | None = None) -> Panel:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column(overflow="fold")
+    grid.add_row("id", m.id)
+    grid.add_row("text", m.text)
+    grid.add_row("kind / tier", Text.assemble(f"{m.kind.value} / ", tier_text(m.tier)))
+    grid.add_row("status", status_text(m.status))
+    grid.add_row("confidence", f"{m.confidence:.2f}")
+    grid.add_row("importance", f"{m.importance:.2f}")
+    grid.add_row("sources", fmt_sources(m.sources, 6))
+    if m.pinned:
+        grid.add_row("pinned", "yes (never decays)")
+    if m.user_confirmed:
+        grid.add_row("confirmed", "yes, by the user")
+    if note:
+        grid.add_row("", Text(note, style="italic"))
+    return Panel(grid, title=title, title_align="left", border_style="cyan")
+
+
+# ---------------------------------------------------------------------------- the app
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            help="Data directory (default: $REVERIE_HOME, else the per-user data dir).",
+            file_okay=False,
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="Record store: a SQLite file path or sqlite:///path."),
+    ] = None,
+    vectors: Annotated[
+        str | None,
+        typer.Option(
+            "--vectors",
+            help="Vector index: a directory (embedded Chroma) or http://host:port (server).",
+        ),
+    ] = None,
+    namespace: Annotated[
+        str,
+        typer.Option("--namespace", "-n", help="Namespace (tenant) to work in."),
+    ] = "default",
+) -> None:
+    """Long-term memory for LLM agents that forgets on purpose."""
+    ctx.obj = Settings(home, store, vectors, namespace)
+
+
+@app.command()
+@_handled
+def demo(
+    ctx: typer.Context,
+    transcript: Annotated[
+        Path | None,
+        typer.Option(
+            "--transcript",
+            help="A transcript in the demo's JSONL format (default: the bundled one).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Replay two months of a user's sessions on a simulated clock and show what
+    reverie keeps, replaces, hardens and forgets. Offline; runs in a temporary home
+    unless --home is given."""
+    from .demo import run_demo
+
+    s = _settings(ctx)
+    if s.home is not None:
+        home = s.home.expanduser()
+        home.mkdir(parents=True, exist_ok=True)
+        # Explicit paths: $REVERIE_STORE / $REVERIE_VECTORS must not divert the demo
+        # into someone's real memory.
+        run_demo(
+            out, home, transcript, namespace=s.namespace,
+            store=s.store or str(home / "memory.db"),
+            vectors=s.vectors or str(home / "vectors"),
+        )
+        return
+    with tempfile.TemporaryDirectory(prefix="reverie-demo-", ignore_cleanup_errors=True) as tmp:
+        home = Path(tmp)
+        run_demo(
+            out, home, transcript, namespace=s.namespace,
+            store=s.store or str(home / "memory.db"),
+            vectors=s.vectors or str(home / "vectors"),
+        )
+
+
+@app.command()
+@_handled
+def ingest(
+    ctx: typer.Context,
+    file: Annotated[
+        str, typer.Argument(help="JSONL file of messages and facts, or '-' for stdin.")
+    ],
+) -> None:
+    """Store a JSONL file of messages (observed as traces) and facts (remembered as units).
+
+    A message line: {"text": ..., "speaker"/"role", "source", "at", "session", "kind",
+    "importance", "namespace"}; a fact line: {"subject", "predicate", "object", "source",
+    "at", "kind"}; or the demo's typed lines. Each line is its own atomic write: a bad
+    line stops the run, and the lines before it stay stored.
+    """
+    from .transcript import ingest as ingest_lines
+    from .transcript import numbered_lines
+
+    total = _count_lines(file)
+    origin = "stdin" if file == "-" else Path(file).name
+    with (
+        _open(ctx, model=True) as engine,
+        _open_text(file) as stream,
+        _progress(total_known=total is not None) as bar,
+    ):
+        task = bar.add_task(f"ingesting {origin}", total=total)
+        summary = ingest_lines(
+            engine,
+            numbered_lines(stream),
+            origin=origin,
+            progress=lambda n: bar.advance(task, n),
+        )
+    table = Table(title=f"ingested {origin}", title_justify="left")
+    for col in ("lines", "stored", "folded (repeats)", "facts", "superseded"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(summary.lines), str(summary.stored), str(summary.folded), str(summary.facts),
+        str(summary.superseded),
+    )
+    out.print(table)
+
+
+@app.command()
+@_handled
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to remember about.")],
+    k: Annotated[int, typer.Option("-k", min=1, help="How many memories.")] = 5,
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", help="Answer with what was believed at this ISO time."),
+    ] = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="Include superseded and consolidated memories.")
+    ] = False,
+    budget: Annotated[
+        int | None,
+        typer.Option("--budget", min=1, help="Pack the hits into this many tokens."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The memories most useful for QUERY, best first, with why they ranked."""
+    when = _parse_time(as_of, "--as-of")
+    with _open(ctx, model=True) as engine:
+        result = engine.recall(
+            query, k=k, as_of=when, include_history=history, token_budget=budget
+        )
+    if as_json:
+        payload = {
+            "query": result.query,
+            "namespace": _settings(ctx).namespace,
+            "tokens": result.tokens,
+            "hits": [
+                {
+                    "id": h.id,
+                    "text": h.text,
+                    "score": round(h.score, 6),
+                    "kind": h.memory.kind.value,
+                    "tier": h.memory.tier.value,
+                    "status": h.memory.status.value,
+                    "sources": sorted(h.sources),
+                    "created_at": h.memory.created_at.isoformat(),
+                    "explanation": h.explanation.as_dict(),
+                }
+                for h in result
+            ],
+        }
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    title = f"recall {query!r}" + (f" as of {fmt_time(when)}" if when else "")
+    out.print(hits_table(result, title=title, show_ids=True))
+    if result.tokens is not None:
+        out.print(f"[dim]{result.tokens} of {budget} tokens used[/dim]")
+
+
+@app.command()
+@_handled
+def remember(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument()],
+    predicate: Annotated[str, typer.Argument()],
+    object_: Annotated[str, typer.Argument(metavar="OBJECT")],
+    source: Annotated[
+        str | None, typer.Option("--source", help="Where the fact comes from.")
+    ] = None,
+    kind: Annotated[str, typer.Option("--kind", help="semantic or procedural.")] = "semantic",
+) -> None:
+    """Store a fact. The same object again adds a source (3 sources make a crystal); a
+    different object supersedes the current version, which stays in `history`."""
+    k = _kind(kind)
+    with _open(ctx, model=True) as engine:
+        before = engine.history(subject, predicate, kind=k)
+        current = next((v for v in reversed(before) if v.is_active), None)
+        unit = engine.remember(subject, predicate, object_, source=source, kind=k)
+    if current is not None and current.id == unit.id:
+        note = (
+            f"already known from {fmt_sources(current.sources)}; nothing changed"
+            if unit.version == current.version
+            else f"confirmed: now {len(unit.sources)} sources"
+        )
+    elif current is not None and current.fact is not None:
+        note = f"superseded {current.fact.object!r} (id {current.id})"
+    else:
+        note = "new fact"
+    out.print(_memory_panel(unit, "remembered", note=note))
+
+
+@app.command("history")
+@_handled
+def history_cmd(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument()],
+    predicate: Annotated[str, typer.Argument()],
+    kind: Annotated[str, typer.Option("--kind", help="semantic or procedural.")] = "semantic",
+) -> None:
+    """Every version of a fact, oldest first, with when each was believed."""
+    k = _kind(kind)
+    with _open(ctx, model=False) as engine:
+        versions = engine.history(subject, predicate, kind=k)
+    if not versions:
+        raise NotFound(f"no fact {subject!r} {predicate!r} ({k.value}) in this namespace")
+    out.print(
+        history_table(versions, title=f"{subject} {predicate}", precise=out.width >= 110)
+    )
+
+
+@app.command()
+@_handled
+def confirm(
+    ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")]
+) -> None:
+    """The user vouches for a memory: it becomes a crystal and never decays."""
+    with _open(ctx, model=False) as engine:
+        m = engine.confirm(memory_id)
+    out.print(_memory_panel(m, "confirmed"))
+
+
+@app.command()
+@_handled
+def pin(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    unpin: Annotated[bool, typer.Option("--unpin", help="Let it decay again.")] = False,
+) -> None:
+    """'Always remember': a pinned memory never decays out of recall."""
+    with _open(ctx, model=False) as engine:
+        m = engine.pin(memory_id, pinned=not unpin)
+    out.print(_memory_panel(m, "unpinned" if unpin else "pinned"))
+
+
+@app.command()
+@_handled
+def forget(
+    ctx: typer.Context,
+    memory_ids: Annotated[list[str], typer.Argument(metavar="ID...")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete memories for good (records, edges, index entries): for privacy requests."""
+    with _open(ctx, model=False) as engine:
+        found: list[Memory] = []
+        for i in memory_ids:
+            try:
+                found.append(engine.get(i))
+            except NotFound:
+                err.print(f"[yellow]no memory {escape(i)} in this namespace[/yellow]")
+        if not found:
+            raise NotFound("none of the given ids is in this namespace; nothing deleted")
+        for m in found:
+            err.print(f"  {m.id}  [dim]{escape(m.text)}[/dim]", soft_wrap=True)
+        if not yes:
+            typer.confirm(
+                f"Delete {len(found)} memor{'y' if len(found) == 1 else 'ies'} for good?",
+                abort=True,
+                err=True,
+            )
+        n = engine.forget(*(m.id for m in found))
+    out.print(f"forgot {n} memor{'y' if n == 1 else 'ies'}")
+
+
+def _locations(s: Settings) -> tuple[Path, str, str]:
+    """Where the data lives, as open_engine resolves it (for `stats`)."""
+    from reverie.integrations.factory import ENV_STORE, ENV_VECTORS, default_data_dir
+
+    home = s.home.expanduser() if s.home is not None else default_data_dir()
+    store = s.store or os.environ.get(ENV_STORE) or str(home / "memory.db")
+    vectors = s.vectors or os.environ.get(ENV_VECTORS) or str(home / "vectors")
+    return home, store, vectors
+
+
+@app.command()
+@_handled
+def stats(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Counts per status and tier, the vector index, the embedder and where data lives."""
+    s = _settings(ctx)
+    with _open(ctx, model=False) as engine:
+        st = engine.stats()
+        spaces = engine.namespaces()
+    home, store, vectors = _locations(s)
+    if as_json:
+        payload = {**st, "data_dir": str(home), "store": store, "vector_index": vectors,
+                   "namespaces": spaces}
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    table = Table(title=f"namespace {st['namespace']!r}", title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    table.add_row("memories", str(st.get("total", 0)))
+    for status in Status:
+        table.add_row(f"  {status.value}", str(st.get(f"status:{status.value}", 0)))
+    table.add_row("active by tier", "")
+    for tier in Tier:
+        table.add_row(Text(f"  {tier.value}"), str(st.get(f"tier:{tier.value}", 0)))
+    table.add_row("edges", str(st.get("edges", 0)))
+    table.add_row("vectors", str(st.get("vectors", 0)))
+    if st.get("vector_repair_needed"):
+        table.add_row("", Text("the vector index is behind: run `reverie repair`", style="red"))
+    table.add_row("embedder", str(st.get("embedder", "")))
+    table.add_row("data dir", str(home))
+    table.add_row("store", store)
+    table.add_row("vector index", vectors)
+    table.add_row("namespaces", ", ".join(spaces) or "(none)")
+    out.print(table)
+
+
+@app.command()
+@_handled
+def export(
+    ctx: typer.Context,
+    file: Annotated[
+        Path | None, typer.Argument(help="Write here (default: stdout).", dir_okay=False)
+    ] = None,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", help="Every namespace, not just -n.")
+    ] = False,
+) -> None:
+    """Everything in the namespace (every status, and edges) as JSONL, for backup or
+    a move; `reverie import` reads it back."""
+    s = _settings(ctx)
+    counts = {"memory": 0, "edge": 0}
+    with _open(ctx, model=False) as engine:
+        records = engine.export(None if all_namespaces else s.namespace)
+        if file is None:
+            _write_jsonl(sys.stdout, records, counts)
+        else:
+            tmp = file.with_name(f".{file.name}.partial")
+            try:
+                with tmp.open("w", encoding="utf-8") as f:
+                    _write_jsonl(f, records, counts)
+                tmp.replace(file)  # no half-written backup under the real name
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                raise InvalidInput(f"cannot write {file}: {e.strerror or e}") from None
+    where = "stdout" if file is None else str(file)
+    err.print(f"exported {counts['memory']} memories and {counts['edge']} edges to {where}")
+
+
+def _write_jsonl(
+    stream: IO[str], records: Iterator[dict[str, Any]], counts: dict[str, int]
+) -> None:
+    for rec in records:
+        counts[rec.get("type", "")] = counts.get(rec.get("type", ""), 0) + 1
+        stream.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+    stream.flush()
+
+
+@app.command("import")
+@_handled
+def import_cmd(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(help="A `reverie export` JSONL file, or '-'.")],
+) -> None:
+    """Restore an export (into the namespaces it names). Safe to re-run: memories already
+    present at the same or a newer version are skipped."""
+    total = _count_lines(file)
+    name = "stdin" if file == "-" else Path(file).name
+    with (
+        _open(ctx, model=True) as engine,
+        _open_text(file) as stream,
+        _progress(total_known=total is not None) as bar,
+    ):
+        task = bar.add_task(f"importing {name}", total=total)
+
+        def records() -> Iterator[dict[str, Any]]:
+            for n, raw in enumerate(stream, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    rec = json.loads(raw)
+                except ValueError as e:
+                    raise InvalidInput(f"line {n}: not JSON ({e})") from None
+                if not isinstance(rec, dict):
+                    raise InvalidInput(f"line {n}: expected a JSON object")
+                yield rec
+                bar.advance(task)
+
+        counts = engine.import_(records())
+    table = Table(title="imported", title_justify="left")
+    for col in ("memories", "edges", "skipped (already there)"):
+        table.add_column(col, justify="right")
+    table.add_row(str(counts["memories"]), str(counts["edges"]), str(counts["skipped"]))
+    out.print(table)
+
+
+@app.command()
+@_handled
+def repair(
+    ctx: typer.Context,
+    reembed: Annotated[
+        bool, typer.Option("--reembed", help="Re-embed everything (after a model change).")
+    ] = False,
+    all_namespaces: Annotated[
+        bool,
+        typer.Option(
+            "--all-namespaces/--current-namespace",
+            help="Repair every namespace (default) or only the one given with -n.",
+        ),
+    ] = True,
+) -> None:
+    """Rebuild the vector index from the records (it is derived data): index what is
+    missing, drop what has no record, refresh statuses."""
+    s = _settings(ctx)
+    with _open(ctx, model=True) as engine:
+        spaces = engine.namespaces() if all_namespaces else [s.namespace]
+        total = sum(engine.store.count(ns)["total"] for ns in spaces)
+        with _progress() as bar:
+            task = bar.add_task("repairing the vector index", total=total)
+            report = engine.repair(
+                namespace=None if all_namespaces else s.namespace,
+                reembed=reembed,
+                progress=lambda n: bar.advance(task, n),
+            )
+    table = Table(title="repair", title_justify="left")
+    for col, justify in (("namespace", "left"), ("checked", "right"), ("indexed", "right"),
+                         ("removed", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for ns, st in report.per_namespace.items():
+        table.add_row(ns, str(st["checked"]), str(st["indexed"]), str(st["removed"]))
+    table.add_row(
+        Text("total", style="bold"), str(report.checked), str(report.indexed),
+        str(report.removed),
+    )
+    out.print(table)
+
+
+def main() -> None:
+    """Console-script entry point. Commands handle `ReverieError` themselves; this
+    catches any raised outside a command (e.g. while resolving options)."""
+    try:
+        app()
+    except ReverieError as e:
+        try:
+            _fail(e)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
+
+
+if __name__ == "__main__":
+    main()
