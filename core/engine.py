@@ -63,7 +63,13 @@ from .ports import (
 )
 from .retrieval import Candidate, Explanation, Ranked, expand, fuse, rank
 from .scoring import importance_score, next_confidence, qualifies_as_crystal
-from .text import content_hash, extract_entities, initial_importance, is_correction
+from .text import (
+    content_hash,
+    extract_entities,
+    initial_importance,
+    is_correction,
+    strip_speaker,
+)
 
 log = logging.getLogger("reverie")
 
@@ -363,10 +369,12 @@ class MemoryEngine:
             raise InvalidInput("source must be non-empty text")
         if item.importance is not None:
             check_unit("importance", item.importance)
+        # a speaker prefix ("Caroline: ...") names who spoke, not what it is about: as an
+        # entity it would tie every line of a speaker into one meaningless hub
         ents = (
             frozenset(e.casefold() for e in item.entities)
             if item.entities is not None
-            else extract_entities(text)
+            else extract_entities(strip_speaker(text))
         )
         memory = Memory(
             id=self._new_id(),

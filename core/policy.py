@@ -63,6 +63,7 @@ class Policy:
     decay_floor: float = 0.05  # below this decay score a memory is not returned...
     floor_bypass_relevance: float = 1.0  # ...unless its relevance reaches this (1.0: never)
     dense_weight: float = 0.5  # relevance = dense_weight * dense + (1 - dense_weight) * lexical
+    lexical_floor: float = 1.0  # BM25 is divided by max(best BM25, this): weak matches stay weak
     candidate_pool: int = 50  # candidates fetched from each channel (at least k)
     hop_decay: float = 0.5  # relevance carried per graph hop
     max_hops: int = 1

@@ -61,11 +61,14 @@ def fuse(
 
     Max-normalising BM25 per query puts the best lexical match at 1.0, on the same
     footing as a near-identical embedding; rank-only fusion (RRF) would throw away
-    how much better the best match is than the tenth.
+    how much better the best match is than the tenth. The divisor never goes below
+    `lexical_floor`, so a query whose only lexical matches are words found in every
+    memory (a speaker prefix, say: BM25 near 0) is not stretched into a perfect match.
     """
     dense_by_id = {h.id: max(0.0, h.similarity) for h in dense}
     top = max((h.score for h in lexical), default=0.0)
-    lex_by_id = {h.id: (h.score / top if top > 0 else 0.0) for h in lexical}
+    scale = max(top, policy.lexical_floor)
+    lex_by_id = {h.id: (h.score / scale if scale > 0 else 0.0) for h in lexical}
     w = policy.dense_weight
     out: dict[str, Candidate] = {}
     for cid in dense_by_id.keys() | lex_by_id.keys():

@@ -94,9 +94,28 @@ def is_correction(text: str) -> bool:
     return _CORRECTION.search(text) is not None
 
 
+_SPEAKER = re.compile(r"^[A-Za-z][\w .'-]{0,40}:\s+")
+
+
+_NOT_SPEAKERS = frozenset(
+    ["remember", "note", "important", "reminder", "todo", "fyi", "ps", "update", "correction",
+     "warning", "tip", "rule", "fact", "q", "a"]
+)
+
+
+def strip_speaker(text: str) -> str:
+    """'user: ok thanks' is judged by what was said, not by who said it; 'Remember: ...'
+    and 'Note: ...' are not speakers."""
+    t = text.strip()
+    m = _SPEAKER.match(t)
+    if m is None or m.group(0).rstrip(": \t").casefold() in _NOT_SPEAKERS:
+        return t
+    return t[m.end() :]
+
+
 def initial_importance(text: str, policy: Policy, entities: frozenset[str] | None = None) -> float:
     """S0 at write time: instructions, names, dates and numbers matter; 'ok thanks' does not."""
-    stripped = text.strip()
+    stripped = strip_speaker(text)
     if _FILLER.match(stripped):
         return round(max(0.0, policy.base_importance - policy.filler_penalty), 6)
     score = policy.base_importance

@@ -137,7 +137,9 @@ def test_explanations_carry_every_term(engine: MemoryEngine) -> None:
     h = engine.recall("Melanie sunrise painting", reinforce=False)[0]
     ex = h.explanation
     assert ex.decay == pytest.approx(0.25)  # one half-life
-    assert ex.lexical == pytest.approx(1.0)  # the only, hence best, lexical match
+    # the only, hence best, lexical match: BM25 over max(best BM25, lexical_floor = 1.0)
+    raw = engine.lexical.search("default", "Melanie sunrise painting", 1)[0].score
+    assert ex.lexical == pytest.approx(raw / max(raw, 1.0))
     assert ex.relevance == pytest.approx(0.5 * ex.dense + 0.5 * ex.lexical)
     assert ex.final == pytest.approx(0.7 * ex.relevance + 0.3 * 0.25) == h.score
     assert ex.tier is Tier.TRACE and ex.hops == 0

@@ -17,7 +17,13 @@ from reverie.core import (
 )
 from reverie.core.codec import memory_from_dict, memory_to_dict
 from reverie.core.models import fact_key, validate_namespace
-from reverie.core.text import content_hash, extract_entities, initial_importance, is_correction
+from reverie.core.text import (
+    content_hash,
+    extract_entities,
+    initial_importance,
+    is_correction,
+    strip_speaker,
+)
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
@@ -105,6 +111,10 @@ def test_text_heuristics() -> None:
     assert initial_importance(
         "Remember: Dr. Patel moved my appointment to 3 May at 10", p
     ) == pytest.approx(0.95)
+    # a speaker prefix is not content; an instruction prefix is
+    assert initial_importance("user: ok thanks", p) == pytest.approx(0.2)
+    assert strip_speaker("Caroline: I went to the group") == "I went to the group"
+    assert strip_speaker("Note: buy milk") == "Note: buy milk"
     assert is_correction("Actually, I switched to oat milk")
     assert is_correction("I no longer work at Acme")
     assert not is_correction("I work at Acme")

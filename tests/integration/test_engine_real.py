@@ -1,0 +1,138 @@
+"""The lifecycle end to end on real parts: a SQLite file, Chroma (embedded and a real
+server process) and the real all-MiniLM-L6-v2 model."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from reverie.core import (
+    DimensionMismatch,
+    EmptyText,
+    ManualClock,
+    Status,
+    Tier,
+)
+from reverie.core.engine import MemoryEngine
+from reverie.integrations import open_engine
+from reverie.integrations.embedders import LocalEmbedder
+
+pytestmark = pytest.mark.slow
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=["embedded-chroma", "chroma-server"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryEngine]:
+    vectors = (
+        request.getfixturevalue("chroma_server_url")
+        if request.param == "chroma-server"
+        else None
+    )
+    ns = f"t-{uuid.uuid4().hex[:12]}"  # the server is shared by the session
+    e = open_engine(tmp_path / "home", vectors=vectors, clock=ManualClock(T0), namespace=ns)
+    yield e
+    e.forget_namespace(ns)
+    e.close()
+
+
+def clock(e: MemoryEngine) -> ManualClock:
+    assert isinstance(e.clock, ManualClock)
+    return e.clock
+
+
+def test_paraphrase_recall_supersession_and_promotion(engine: MemoryEngine) -> None:
+    engine.observe("user: my sister Ana is getting married in Porto next June")
+    engine.observe("user: I adopted a grey cat called Miso")
+    engine.observe("user: lol ok")
+    # a paraphrase with no shared content word still finds the right memory (dense channel)
+    top = engine.recall("tell me about the user's pet", k=1)[0]
+    assert "Miso" in top.text and top.explanation.dense > 0.3
+
+    old = engine.remember("user", "works at", "Acme", source="s1")
+    clock(engine).advance(days=20)
+    new = engine.remember("user", "works at", "Globex", source="s2")
+    hits = engine.recall("where does the user work?", k=3)
+    texts = [h.text for h in hits]
+    assert "user works at Globex" in texts and "user works at Acme" not in texts
+    assert engine.get(old.id).status is Status.SUPERSEDED
+    past = engine.recall("where does the user work?", k=3, as_of=T0 + timedelta(days=1))
+    assert "user works at Acme" in [h.text for h in past]
+    assert [v.id for v in engine.history("user", "works at")] == [old.id, new.id]
+
+    for s in ("s3", "s4"):
+        crystal = engine.remember("user", "works at", "Globex", source=s)
+    assert crystal.tier is Tier.CRYSTAL
+
+
+def test_correction_in_free_text_supersedes_on_real_embeddings(engine: MemoryEngine) -> None:
+    before = engine.observe("user: I drink oat milk in my coffee")
+    engine.observe("user: my favourite band is Radiohead")
+    clock(engine).advance(days=2)
+    after = engine.observe("user: actually I switched to almond milk in my coffee")
+    assert engine.get(before.id).status is Status.SUPERSEDED
+    assert engine.get(before.id).superseded_by == after.id
+    ids = [h.id for h in engine.recall("what milk does the user take?", k=5)]
+    assert after.id in ids and before.id not in ids
+
+
+def test_decay_over_weeks_and_reinforcement(engine: MemoryEngine) -> None:
+    trivial = engine.observe("user: ok cool", source="a")
+    normal = engine.observe("user: the team offsite is at the lake house", source="b")
+    clock(engine).advance(days=28)
+    hits = {h.id: h for h in engine.recall("team offsite lake house", k=5)}
+    # S0 0.5 at two half-lives: 0.125; recall then reinforces it
+    assert hits[normal.id].explanation.decay == pytest.approx(0.125, rel=1e-3)
+    assert engine.get(normal.id).access_count == 1
+    assert engine.get(trivial.id).importance == pytest.approx(0.2)
+
+
+def test_bad_input_leaves_the_real_store_unchanged(engine: MemoryEngine) -> None:
+    engine.observe("user: keep this")
+    before = list(engine.export(engine.default_namespace))
+    with pytest.raises(EmptyText):
+        engine.observe_many(["a fine line", "   "])
+    assert list(engine.export(engine.default_namespace)) == before
+    assert engine.vectors.count(engine.default_namespace) == 1
+
+
+def test_forget_removes_the_text_from_every_tier(engine: MemoryEngine) -> None:
+    m = engine.observe("user: my card PIN is 9931")
+    ns = engine.default_namespace
+    engine.forget(m.id)
+    assert engine.store.get(ns, m.id) is None
+    assert m.id not in engine.vectors.ids(ns)
+    assert engine.lexical.search(ns, "PIN 9931", 5) == []
+
+
+def test_repair_after_losing_the_chroma_directory(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    e = open_engine(home, clock=ManualClock(T0))
+    for t in ("the boiler was serviced in March", "the car needs new tyres",
+              "the dentist appointment moved to Friday", "the cat's vet is Dr. Silva"):
+        e.observe(t)
+    before = [h.id for h in e.recall("when is the dentist?", k=3, reinforce=False)]
+    e.close()
+    shutil.rmtree(home / "vectors")
+    e = open_engine(home, clock=ManualClock(T0))
+    assert e.vectors.count("default") == 0
+    report = e.repair()
+    assert report.indexed == 4
+    assert [h.id for h in e.recall("when is the dentist?", k=3, reinforce=False)] == before
+    e.close()
+
+
+def test_another_embedder_is_refused_by_an_existing_store(tmp_path: Path) -> None:
+    class Wider:
+        name = "wider-model"
+        dimension = 512
+
+        def embed(self, texts: list[str]) -> None:  # never reached
+            raise AssertionError
+
+    open_engine(tmp_path / "h", embedder=LocalEmbedder()).close()
+    with pytest.raises(DimensionMismatch, match="384"):
+        open_engine(tmp_path / "h", embedder=Wider())  # type: ignore[arg-type]
