@@ -23,35 +23,11 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import MemoEmbedder
+
 ROOT = Path(__file__).resolve().parents[1]
 COCO = ROOT.parent / "shared" / "data" / "coco_captions" / "clusters.jsonl"
-
-
-class CachedEmbedder:
-    """The real model, with pre-computed vectors served for known texts, so that a timed
-    recall does not include the query's embedding."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.cache: dict[str, np.ndarray] = {}
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self.inner.dimension)
-
-    def warm(self, texts: Sequence[str]) -> None:
-        for t, v in zip(texts, self.inner.embed(list(texts)), strict=True):
-            self.cache[t] = v
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in texts if t not in self.cache]
-        if missing:
-            return np.asarray(self.inner.embed(list(texts)), dtype=np.float32)
-        return np.stack([self.cache[t] for t in texts]).astype(np.float32)
 
 
 def texts(n: int) -> list[str]:
@@ -68,7 +44,7 @@ def pct(xs: Sequence[float], p: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, p))
 
 
-def measure(size: int, n_queries: int, embedder: CachedEmbedder, tmp: Path) -> dict[str, Any]:
+def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dict[str, Any]:
     from reverie.core import ManualClock
     from reverie.core.engine import Observation
     from reverie.integrations import open_engine
@@ -166,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     from reverie.integrations.embedders import LocalEmbedder
 
-    embedder = CachedEmbedder(LocalEmbedder())
+    embedder = MemoEmbedder(LocalEmbedder())
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(n, args.queries, embedder, Path(tmp)) for n in args.sizes]
     meta = {

@@ -25,6 +25,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import MemoEmbedder
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 KS = (1, 5, 10, 20, 50)
@@ -131,7 +134,7 @@ def run(
     from reverie.integrations.embedders import LocalEmbedder
 
     convs = load(DATA)[: n_conversations or None]
-    embedder = LocalEmbedder()
+    embedder = MemoEmbedder(LocalEmbedder())
     policies: dict[str, Policy] = {
         "reverie": Policy(),
         # the same retrieval with the decay floor off: what recall would be if nothing
