@@ -429,7 +429,7 @@ def run_demo(
             "user says the same words again",
             title_justify="left",
         )
-        table.add_column("memory", overflow="ellipsis", no_wrap=True, max_width=30)
+        table.add_column("memory", overflow="ellipsis", no_wrap=True, max_width=44)
         for w in WEEKS:
             table.add_column(f"wk {w}", justify="right", no_wrap=True)
         for role, d in decay.items():
