@@ -25,8 +25,6 @@ from reverie.core.clock import utc
 from reverie.core.engine import MemoryEngine, Observation
 from reverie.core.errors import InvalidInput, ReverieError
 from reverie.core.models import Kind, Memory, Status, parse_kind, validate_namespace
-from reverie.core.policy import DEFAULT_POLICY, Policy
-from reverie.core.text import initial_importance
 
 __all__ = [
     "FactLine",
@@ -163,12 +161,11 @@ def _session(obj: dict[str, Any]) -> str | None:
     return str(v)
 
 
-def parse_line(
-    raw: str, lineno: int, *, origin: str = "stdin", policy: Policy = DEFAULT_POLICY
-) -> Line:
+def parse_line(raw: str, lineno: int, *, origin: str = "stdin") -> Line:
     """One JSONL line as a message or a fact. `origin` names the file in default
-    sources; `policy` is the engine's, so a message's importance is judged with the
-    numbers the engine would use. Raises `InvalidInput` (or `json.JSONDecodeError`)."""
+    sources. Raises `InvalidInput` (or `json.JSONDecodeError`) on a bad line. A
+    message's importance, unless given, is the engine's to judge (it looks past the
+    speaker prefix)."""
     obj = json.loads(raw)
     if not isinstance(obj, dict):
         raise InvalidInput(f"expected a JSON object, got {type(obj).__name__}")
@@ -206,10 +203,6 @@ def parse_line(
         isinstance(importance, bool) or not isinstance(importance, int | float)
     ):
         raise InvalidInput(f"field 'importance' must be a number in [0, 1], got {importance!r}")
-    if importance is None and speaker is not None:
-        # Judge what was said, not who said it: with the "user: " prefix, "ok thanks"
-        # would no longer look like filler to the write-path heuristic.
-        importance = initial_importance(text, policy)
     stored_text = f"{speaker}: {text}" if speaker is not None else text
     kind = parse_kind(obj.get("kind", Kind.EPISODIC.value))
     source = given_source or (
@@ -313,7 +306,7 @@ def ingest(
     try:
         for lineno, raw in lines:
             try:
-                line = parse_line(raw, lineno, origin=origin, policy=engine.policy)
+                line = parse_line(raw, lineno, origin=origin)
             except (ReverieError, ValueError) as e:  # JSONDecodeError is a ValueError
                 flush()
                 raise IngestError(lineno, summary.lines, e) from e
