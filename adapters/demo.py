@@ -429,9 +429,11 @@ def run_demo(
             "user says the same words again",
             title_justify="left",
         )
-        table.add_column("memory", overflow="ellipsis", no_wrap=True, max_width=44)
+        # six 6-wide week columns and the borders take 58 characters; the label gets the rest
+        label_width = max(12, min(44, console.width - 58))
+        table.add_column("memory", overflow="ellipsis", no_wrap=True, max_width=label_width)
         for w in WEEKS:
-            table.add_column(f"wk {w}", justify="right", no_wrap=True)
+            table.add_column(f"wk {w}", justify="right", no_wrap=True, min_width=6)
         for role, d in decay.items():
             cells = []
             for w in WEEKS:
@@ -439,7 +441,8 @@ def run_demo(
                 cells.append(Text(f"{d['scores'][w]:.2f} {'✓' if ok else '✗'}",
                                   style="green" if ok else "red dim"))
             table.add_row(
-                Text.assemble((f"{role} {d['importance']:.2f} ", "bold"), d["text"]), *cells
+                Text.assemble((f"{role}, S0 {d['importance']:.2f}\n", "bold"), d["text"]),
+                *cells,
             )
         console.print(table)
         pol = engine.policy
