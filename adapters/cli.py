@@ -121,7 +121,7 @@ class _LazyLocalEmbedder:
         return result
 
 
-def _open(ctx: typer.Context, *, model: bool) -> MemoryEngine:
+def _open(ctx: typer.Context, *, model: bool, check_embedder: bool = True) -> MemoryEngine:
     """The engine for this invocation. `model=True` loads the embedding model up front,
     under a spinner, for commands that embed; the others get it lazily."""
     from reverie.integrations import open_engine
@@ -137,7 +137,12 @@ def _open(ctx: typer.Context, *, model: bool) -> MemoryEngine:
     else:
         embedder = _LazyLocalEmbedder()
     return open_engine(
-        s.home, store=s.store, vectors=s.vectors, embedder=embedder, namespace=s.namespace
+        s.home,
+        store=s.store,
+        vectors=s.vectors,
+        embedder=embedder,
+        namespace=s.namespace,
+        check_embedder=check_embedder,
     )
 
 
@@ -658,7 +663,9 @@ def repair(
     """Rebuild the vector index from the records (it is derived data): index what is
     missing, drop what has no record, refresh statuses."""
     s = _settings(ctx)
-    with _open(ctx, model=True) as engine:
+    if reembed and not all_namespaces:
+        raise InvalidInput("--reembed re-embeds every namespace; drop --current-namespace")
+    with _open(ctx, model=True, check_embedder=not reembed) as engine:
         spaces = engine.namespaces() if all_namespaces else [s.namespace]
         total = sum(engine.store.count(ns)["total"] for ns in spaces)
         with _progress() as bar:

@@ -186,6 +186,7 @@ class MemoryEngine:
         default_namespace: str = "default",
         token_counter: TokenCounter | None = None,
         id_factory: Callable[[], str] = new_id,
+        check_embedder: bool = True,
     ) -> None:
         self.store = store
         self.lexical = lexical
@@ -196,7 +197,8 @@ class MemoryEngine:
         self.default_namespace = validate_namespace(default_namespace)
         self.token_counter = token_counter
         self._new_id = id_factory
-        self._check_embedder()
+        if check_embedder:  # off only to re-embed a store after a model change
+            self._check_embedder()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -213,7 +215,8 @@ class MemoryEngine:
                 f"this store was built with embedder {name!r} ({dim} dimensions) but the "
                 f"engine was given {self.embedder.name!r} ({self.embedder.dimension} "
                 "dimensions); open it with the same embedder, or re-embed everything "
-                "with `reverie repair --reembed` (MemoryEngine.repair(reembed=True))"
+                "with `reverie repair --reembed` (open_engine(..., check_embedder=False)"
+                ".repair(reembed=True))"
             )
 
     def _ns(self, namespace: str | None) -> str:
@@ -510,11 +513,15 @@ class MemoryEngine:
             nonlocal vec
             versions = self.store.find_by_key(ns, key)
             current = next((v for v in reversed(versions) if v.is_active), None)
+            wanted = normalize_phrase(object)
+            for v in versions:  # a replay (this source already said this) changes nothing
+                if v.fact is not None and src in v.sources and (
+                    normalize_phrase(v.fact.object) == wanted
+                ):
+                    return v, None, False
             if current is not None and current.fact is not None and (
-                normalize_phrase(current.fact.object) == normalize_phrase(object)
+                normalize_phrase(current.fact.object) == wanted
             ):
-                if src in current.sources:
-                    return current, None, False
                 nxt = self._promote(
                     current.evolve(
                         sources=current.sources | {src},
@@ -866,7 +873,7 @@ class MemoryEngine:
             report.indexed += stats["indexed"]
             report.removed += stats["removed"]
             report.checked += stats["checked"]
-        if reembed:
+        if reembed and namespace is None:  # only once every namespace has the new vectors
             self.store.set_meta(_META_EMBEDDER, f"{self.embedder.name}:{self.embedder.dimension}")
         if namespace is None:
             self.store.set_meta(_META_VECTORS_BEHIND, "0")

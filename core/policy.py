@@ -52,6 +52,7 @@ class Policy:
     confidence_step: float = 0.15  # per further independent source
     confidence_cap: float = 0.95
     crystal_min_sources: int = 3
+    crystal_min_importance: float = 0.3  # filler said 3 times ("ok thanks") stays a trace
     crystal_confidence: float = 0.90
     crystal_importance: float = 0.80
     correction_similarity: float = 0.55  # a correction supersedes a trace at least this similar
@@ -98,6 +99,7 @@ class Policy:
             "high_importance", "low_importance", "weight_recency", "weight_frequency",
             "weight_centrality", "weight_confidence", "base_importance", "initial_confidence_trace",
             "initial_confidence_unit", "confidence_cap", "crystal_confidence", "crystal_importance",
+            "crystal_min_importance",
             "correction_similarity", "alpha", "decay_floor", "floor_bypass_relevance",
             "dense_weight", "hop_decay",
             "consolidation_tau", "cluster_theta", "near_duplicate_similarity",

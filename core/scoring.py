@@ -110,7 +110,10 @@ def next_confidence(confidence: float, policy: Policy) -> float:
 
 def qualifies_as_crystal(memory: Memory, policy: Policy) -> bool:
     return (
-        len(memory.sources) >= policy.crystal_min_sources
+        (
+            len(memory.sources) >= policy.crystal_min_sources
+            and memory.importance >= policy.crystal_min_importance
+        )
         or memory.user_confirmed
         or (
             memory.confidence >= policy.crystal_confidence

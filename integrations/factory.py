@@ -69,10 +69,12 @@ def open_engine(
     policy: Policy = DEFAULT_POLICY,
     clock: Clock | None = None,
     namespace: str = "default",
+    check_embedder: bool = True,
 ) -> MemoryEngine:
     """The engine on real backends. Every argument is optional: `open_engine()` is the
     embedded default. `store` and `vectors` also come from $REVERIE_STORE and
-    $REVERIE_VECTORS."""
+    $REVERIE_VECTORS. `check_embedder=False` opens a store built with another embedding
+    model, only so that `repair(reembed=True)` can re-embed it."""
     base = Path(home).expanduser() if home is not None else default_data_dir()
     store = store if store is not None else os.environ.get(ENV_STORE)
     vectors = vectors if vectors is not None else os.environ.get(ENV_VECTORS)
@@ -96,6 +98,7 @@ def open_engine(
             clock=clock or SystemClock(),
             default_namespace=namespace,
             token_counter=tiktoken_counter(),
+            check_embedder=check_embedder,
         )
     except BaseException:
         rs.close()

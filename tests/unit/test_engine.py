@@ -318,3 +318,35 @@ def test_observe_many_matches_observe_one_by_one() -> None:
     with pytest.raises(EmptyText):
         e.observe_many(["fine", "  "])
     assert e.stats()["total"] == 0
+
+
+def test_replaying_facts_changes_nothing(engine: MemoryEngine) -> None:
+    engine.remember("ana", "lives in", "Oslo", source="f:1")
+    engine.remember("ana", "lives in", "Bergen", source="f:2")
+    before = list(engine.export())
+    engine.remember("ana", "lives in", "Oslo", source="f:1")  # the same file ingested again
+    engine.remember("ana", "lives in", "Bergen", source="f:2")
+    assert list(engine.export()) == before
+    assert [v.fact.object for v in engine.history("ana", "lives in") if v.fact] == [
+        "Oslo", "Bergen"
+    ]
+
+
+def test_filler_repeated_never_becomes_a_crystal(engine: MemoryEngine) -> None:
+    for s in ("a", "b", "c", "d"):
+        m = engine.observe("user: ok thanks", source=s)
+    assert m.importance == pytest.approx(0.2) and m.tier is Tier.TRACE
+
+
+def test_reembed_after_a_model_change() -> None:
+    store = InMemoryStore()
+    vectors = InMemoryVectorIndex()
+    old = MemoryEngine(store, store, vectors, BagOfWordsEmbedder(256))
+    m = old.observe("the red kite nests in the oak")
+    new_model = BagOfWordsEmbedder(128, "new-model")
+    with pytest.raises(DimensionMismatch):
+        MemoryEngine(store, store, vectors, new_model)
+    fixer = MemoryEngine(store, store, vectors, new_model, check_embedder=False)
+    assert fixer.repair(reembed=True).indexed == 1
+    again = MemoryEngine(store, store, vectors, new_model)  # opens normally now
+    assert again.recall("red kite", reinforce=False)[0].id == m.id
