@@ -669,7 +669,10 @@ class MemoryEngine:
         where = None if historical else {"status": Status.ACTIVE.value}
         dense = self.vectors.query(ns, qvec, pool * (2 if historical else 1), where)
         lexical = self.lexical.search(ns, query, pool)
-        candidates = fuse(dense, lexical, self.policy)
+        in_dense = {h.id for h in dense}
+        lexical_only = [h.id for h in lexical if h.id not in in_dense]
+        extra = self.vectors.similarities(ns, qvec, lexical_only) if lexical_only else {}
+        candidates = fuse(dense, lexical, self.policy, extra)
         memories = self.store.get_many(ns, candidates)
         ranked = rank(candidates, memories, when, self.policy, admit)
         ranked = self._expand(ns, ranked, candidates, memories, when, admit)

@@ -160,6 +160,11 @@ class VectorIndex(Protocol):
         where: Mapping[str, str | int | float | bool] | None = None,
     ) -> list[VectorHit]: ...
 
+    def similarities(self, namespace: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of `vector` to each of `ids` that is indexed (others absent):
+        lexical candidates outside the dense top-k still get their true similarity."""
+        ...
+
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
     ) -> None: ...

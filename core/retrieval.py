@@ -55,7 +55,10 @@ class Candidate:
 
 
 def fuse(
-    dense: Sequence[VectorHit], lexical: Sequence[LexicalHit], policy: Policy
+    dense: Sequence[VectorHit],
+    lexical: Sequence[LexicalHit],
+    policy: Policy,
+    extra_similarity: Mapping[str, float] | None = None,
 ) -> dict[str, Candidate]:
     """Linear fusion of cosine similarity and max-normalised BM25.
 
@@ -66,6 +69,8 @@ def fuse(
     memory (a speaker prefix, say: BM25 near 0) is not stretched into a perfect match.
     """
     dense_by_id = {h.id: max(0.0, h.similarity) for h in dense}
+    for cid, sim in (extra_similarity or {}).items():  # true cosine of lexical-only hits
+        dense_by_id.setdefault(cid, max(0.0, sim))
     top = max((h.score for h in lexical), default=0.0)
     scale = max(top, policy.lexical_floor)
     lex_by_id = {h.id: (h.score / scale if scale > 0 else 0.0) for h in lexical}

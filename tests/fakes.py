@@ -255,6 +255,16 @@ class InMemoryVectorIndex:
         hits.sort(key=lambda h: (-h.similarity, h.id))
         return hits[:k]
 
+    def similarities(self, namespace: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
+        space = self._items.get(namespace, {})
+        q = np.asarray(vector, dtype=np.float32)
+        return {
+            i: float(np.dot(space[i][0], q) / (np.linalg.norm(space[i][0]) * np.linalg.norm(q)
+                                               + 1e-12))
+            for i in ids
+            if i in space
+        }
+
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
     ) -> None:

@@ -350,3 +350,13 @@ def test_reembed_after_a_model_change() -> None:
     assert fixer.repair(reembed=True).indexed == 1
     again = MemoryEngine(store, store, vectors, new_model)  # opens normally now
     assert again.recall("red kite", reinforce=False)[0].id == m.id
+
+
+def test_lexical_only_candidates_get_their_true_cosine() -> None:
+    e = make_engine(Policy(candidate_pool=1))
+    e.observe("zebra crossing near the school")
+    target = e.observe("the school zebra mascot, a zebra named Zed")
+    hits = {h.id: h for h in e.recall("zebra", k=2, reinforce=False)}
+    q = e.embedder.embed(["zebra"])[0]
+    v = e.embedder.embed([target.text])[0]
+    assert hits[target.id].explanation.dense == pytest.approx(float(q @ v), abs=1e-6)
