@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -52,6 +53,10 @@ _SCHEMA_KEY = "reverie_index_schema"
 _SCHEMA = 1
 _PAGE = 5000  # ids() page size; below Chroma's max batch size
 _I64 = 2**63
+# Filtered queries first take the unfiltered top max(5k, 50) and filter them here; see
+# `ChromaIndex.query` and the filter columns of benchmarks/results/hnsw.md.
+_OVERFETCH = 5
+_MIN_FETCH = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +68,8 @@ class HnswSettings:
     """
 
     ef_construction: int = 200
-    ef_search: int = 128
-    max_neighbors: int = 32
+    ef_search: int = 200
+    max_neighbors: int = 16
 
     def __post_init__(self) -> None:
         for name in ("ef_construction", "ef_search", "max_neighbors"):
@@ -83,7 +88,11 @@ class HnswSettings:
         }
 
 
-# Chosen from benchmarks/results/hnsw.md (10k MiniLM vectors, 2 CPU cores).
+# Chosen from benchmarks/results/hnsw.md (10k and 20k MiniLM vectors, 2 CPU cores):
+# Chroma's defaults (M 16, ef 100/100) miss ~0.2 % of the true top-10; ef_construction
+# and ef_search 200 reach recall 1.000 at the same query latency and disk size, for about
+# twice the build time (still far below the embedding cost). M 32 or 48 bought nothing
+# more at these sizes and cost build time and memory.
 DEFAULT_HNSW = HnswSettings()
 
 
@@ -172,6 +181,32 @@ def _where(where: Mapping[str, Scalar] | None) -> dict[str, Any] | None:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def _pairs(result: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """(id, cosine distance) of the first query of a Chroma query result."""
+    if not result["ids"]:
+        return []
+    return [(i, float(d)) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+
+
+def _matches(meta: Mapping[str, Any] | None, where: Mapping[str, Scalar]) -> bool:
+    """Chroma's `$eq`, client-side: bools match bools, strings strings, numbers numerically."""
+    if meta is None:
+        return False
+    for key, want in where.items():
+        have = meta.get(key)
+        if have is None:
+            return False
+        if isinstance(want, bool) or isinstance(have, bool):
+            if not (isinstance(want, bool) and isinstance(have, bool) and want == have):
+                return False
+        elif isinstance(want, str) or isinstance(have, str):
+            if not (isinstance(want, str) and isinstance(have, str) and want == have):
+                return False
+        elif want != have:
+            return False
+    return True
+
+
 def _check_ids(ids: Sequence[str], what: str) -> list[str]:
     if isinstance(ids, str):
         raise InvalidInput(f"{what} takes a sequence of ids, not a single string")
@@ -215,7 +250,9 @@ class ChromaIndex:
     # ------------------------------------------------------------------ factories
 
     @classmethod
-    def embedded(cls, path: str | Any, *, hnsw: HnswSettings = DEFAULT_HNSW) -> ChromaIndex:
+    def embedded(
+        cls, path: str | os.PathLike[str], *, hnsw: HnswSettings = DEFAULT_HNSW
+    ) -> ChromaIndex:
         """A Chroma database in the directory `path` (created if missing), in-process."""
         import chromadb
         from chromadb.config import Settings
@@ -432,20 +469,76 @@ class ChromaIndex:
                     f"holds {stored}-dimensional vectors"
                 )
 
-            def run(c: Any) -> Any:
-                return c.query(
-                    query_embeddings=q[None, :], n_results=k, where=flt, include=["distances"]
+            def run(c: Any) -> list[tuple[str, float]]:
+                if flt is None:
+                    return _pairs(
+                        c.query(query_embeddings=q[None, :], n_results=k, include=["distances"])
+                    )
+                # Chroma evaluates a `where` by listing every matching id first, which costs
+                # ~20x an unfiltered query when most items match (`status = active`). So
+                # filter the unfiltered top candidates here, and only fall back to Chroma's
+                # filter when too few of them match (a selective filter).
+                fetch = max(k * _OVERFETCH, _MIN_FETCH)
+                r = c.query(
+                    query_embeddings=q[None, :],
+                    n_results=fetch,
+                    include=["distances", "metadatas"],
+                )
+                got = r["ids"][0] if r["ids"] else []
+                metas = r["metadatas"][0] if r.get("metadatas") else [None] * len(got)
+                kept = [
+                    pair
+                    for pair, meta in zip(_pairs(r), metas, strict=True)
+                    if _matches(meta, where)
+                ]
+                if len(kept) >= k or len(got) < fetch:  # enough, or the whole namespace seen
+                    return kept[:k]
+                return _pairs(
+                    c.query(
+                        query_embeddings=q[None, :],
+                        n_results=k,
+                        where=flt,
+                        include=["distances"],
+                    )
                 )
 
-            res = self._call(namespace, run)
-        if res is None or not res["ids"]:
+            pairs = self._call(namespace, run)
+        if not pairs:
             return []
-        hits = [
-            VectorHit(id=i, similarity=float(min(1.0, max(-1.0, 1.0 - d))))
-            for i, d in zip(res["ids"][0], res["distances"][0], strict=True)
-        ]
+        hits = [VectorHit(id=i, similarity=min(1.0, max(-1.0, 1.0 - d))) for i, d in pairs]
         hits.sort(key=lambda h: -h.similarity)  # Chroma already orders; make it a promise
         return hits
+
+    def similarities(self, namespace: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of `vector` to each stored id (unknown ids absent): one `get` of the
+        stored embeddings, so lexical candidates outside the dense top-k are scored on the
+        same scale as the dense hits."""
+        validate_namespace(namespace)
+        id_list = _check_ids(ids, "similarities")
+        q = _check_vector("<query>", vector, namespace)
+        if not id_list:
+            return {}
+        with self._guard():
+            col = self._collection(namespace)
+            if col is None:
+                return {}
+
+            def fetch(c: Any) -> tuple[list[str], Any]:
+                r = c.get(ids=id_list, include=["embeddings"])
+                return list(r["ids"]), r["embeddings"]
+
+            got, embs = self._call(namespace, fetch)
+        if not got:
+            return {}
+        m = np.asarray(embs, dtype=np.float32)
+        if m.shape[1] != q.shape[0]:
+            raise InvalidVector(
+                f"query vector has dimension {q.shape[0]}, but namespace {namespace!r} "
+                f"holds {m.shape[1]}-dimensional vectors"
+            )
+        norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
+        sims = (m @ q) / np.where(norms > 0, norms, 1.0)
+        return {i: float(min(1.0, max(-1.0, s))) for i, s in zip(got, sims, strict=True)}
 
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]

@@ -51,6 +51,22 @@ def vector_ns(vector_index: ChromaIndex) -> Iterator[Callable[[str], str]]:
             vector_index.drop_namespace(ns)
 
 
+@pytest.fixture
+def vector_index_twin(
+    vector_index: ChromaIndex, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[ChromaIndex]:
+    """A second, independent index on the same backend as `vector_index` (another
+    process's view: its own client and collection cache)."""
+    if request.node.callspec.params["vector_index"] == "embedded":
+        twin = ChromaIndex.embedded(tmp_path / "chroma")
+    else:
+        twin = ChromaIndex.server(request.getfixturevalue("chroma_server_url"))
+    try:
+        yield twin
+    finally:
+        twin.close()
+
+
 # --- RecordStore (and LexicalIndex, where the store is one) --------------------------------
 
 RecordStoreFactory = Callable[[Path], RecordStore]

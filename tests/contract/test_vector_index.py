@@ -12,7 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from reverie.core.errors import BackendUnavailable, InvalidInput, InvalidNamespace, InvalidVector
+from reverie.core.errors import (
+    BackendUnavailable,
+    InvalidInput,
+    InvalidNamespace,
+    InvalidVector,
+    StoreCorrupt,
+)
 from reverie.core.ports import VectorIndex, VectorItem
 from reverie.integrations.chroma_index import ChromaIndex, collection_name
 
@@ -147,6 +153,57 @@ def test_filter_keeps_best_first_beyond_k(vector_index: ChromaIndex, vector_ns: 
     assert {h.id for h in hits} == {f"v{i}" for i in exact}
 
 
+def test_common_and_rare_filters_agree_with_exact(vector_index: ChromaIndex, vector_ns: NS) -> None:
+    """Filters matching most items and filters matching few give the exact filtered top-k."""
+    ns = vector_ns("a")
+    rng = np.random.default_rng(3)
+    n = 400
+    vecs = rng.normal(size=(n, DIM)).astype(np.float32)
+    meta = [{"common": i % 10 != 0, "rare": i % 40 == 0} for i in range(n)]
+    vector_index.upsert(
+        ns, [VectorItem(f"v{i}", v, m) for i, (v, m) in enumerate(zip(vecs, meta, strict=True))]
+    )
+    normed = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    for qi in (5, 17, 123):
+        sims = normed @ normed[qi]
+        for key in ("common", "rare"):
+            hits = vector_index.query(ns, vecs[qi], k=10, where={key: True})
+            want = sorted((i for i in range(n) if meta[i][key]), key=lambda i: -sims[i])[:10]
+            assert [h.id for h in hits] == [f"v{i}" for i in want], (qi, key)
+
+
+@pytest.mark.parametrize("placement", ["nearest", "far"])
+@pytest.mark.parametrize(
+    ("stored", "wanted", "match"),
+    [
+        (3, 3, True),
+        (3, 3.0, True),  # numbers compare numerically
+        (2.5, 2.5, True),
+        (True, True, True),
+        (True, 1, False),  # a bool is not a number
+        (1, True, False),
+        ("3", 3, False),  # a string is not a number
+        ("x", "x", True),
+        ("x", "y", False),
+    ],
+)
+def test_filter_value_semantics(
+    vector_index: ChromaIndex,
+    vector_ns: NS,
+    placement: str,
+    stored: str | int | float | bool,
+    wanted: str | int | float | bool,
+    match: bool,
+) -> None:
+    """Equality means the same whether the match is among the nearest items or far away."""
+    ns = vector_ns("a")
+    near = [VectorItem(f"n{i}", mix(0, 1 + i % 6, 1.0, 0.05 * (i + 1))) for i in range(80)]
+    target_vec = unit(0) if placement == "nearest" else -unit(0)
+    vector_index.upsert(ns, [*near, VectorItem("target", target_vec, {"f": stored})])
+    hits = vector_index.query(ns, unit(0), k=1, where={"f": wanted})
+    assert [h.id for h in hits] == (["target"] if match else [])
+
+
 def test_set_metadata_then_filter(vector_index: ChromaIndex, vector_ns: NS) -> None:
     ns = vector_ns("a")
     vector_index.upsert(ns, items(4, status="active"))
@@ -230,6 +287,24 @@ def test_drop_namespace(vector_index: ChromaIndex, vector_ns: NS) -> None:
     assert vector_index.dimension(a) == 3
 
 
+def test_namespace_dropped_by_another_client(
+    vector_index: ChromaIndex, vector_index_twin: ChromaIndex, vector_ns: NS
+) -> None:
+    """A cached collection handle that another client dropped is re-resolved, not fatal."""
+    ns = vector_ns("shared")
+    vector_index.upsert(ns, items(3))
+    assert vector_index_twin.count(ns) == 3
+    vector_index_twin.drop_namespace(ns)
+    assert vector_index.count(ns) == 0
+    assert vector_index.query(ns, unit(0), k=3) == []
+    vector_index.upsert(ns, items(2))
+    assert vector_index_twin.ids(ns) == {"m0", "m1"}
+    vector_index_twin.drop_namespace(ns)
+    vector_index.set_metadata(ns, ["m0"], [{"a": 1}])
+    vector_index.delete(ns, ["m0"])
+    assert vector_index.ids(ns) == set()
+
+
 def test_nan_or_inf_raises_and_writes_nothing(vector_index: ChromaIndex, vector_ns: NS) -> None:
     ns = vector_ns("a")
     bad = unit(1)
@@ -309,6 +384,31 @@ def test_embedded_persists_across_reopen(tmp_path: Path) -> None:
         hits = again.query("user/alice", unit(2), k=1, where={"status": "active"})
         assert hits[0].id != "m2"
         assert again.query("user/alice", unit(2), k=1)[0].id == "m2"
+
+
+def test_foreign_collection_under_our_name_is_never_used(tmp_path: Path) -> None:
+    """The collision guard: a collection whose metadata names another namespace."""
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+    client.create_collection(
+        collection_name("user/alice"),
+        metadata={"reverie_namespace": "user/mallory", "reverie_dimension": DIM},
+        embedding_function=None,
+    )
+    index = ChromaIndex(client)
+    with pytest.raises(StoreCorrupt, match="user/mallory"):
+        index.query("user/alice", unit(0), k=1)
+    with pytest.raises(StoreCorrupt):
+        index.upsert("user/alice", items(1))
+    with pytest.raises(StoreCorrupt):
+        index.drop_namespace("user/alice")
+    index.close()  # not ours to close
+    assert client.get_collection(collection_name("user/alice"), embedding_function=None)
+    client.close()
 
 
 def test_closed_index_refuses_work(tmp_path: Path) -> None:
