@@ -298,7 +298,9 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         "only when too few of those match; the last latency column is Chroma's own "
         "`where` for the 90 % filter, for comparison. Build is the upsert of all items "
         "plus the first query. The machine was shared with other jobs (load average "
-        f"{m['loadavg']} at the start), so latencies carry noise of a few tenths of a ms.",
+        f"{m['loadavg']} at the start): the same setting's latencies moved by up to 2x "
+        "between runs, and HNSW builds are multi-threaded, so recall moves by about "
+        "+-0.0002 between builds. Read differences smaller than that as noise.",
     ]
     for n, rows in result["rows"].items():
         lines += ["", f"## {n} items", "", *_HEADER, *(_row_md(r) for r in rows)]

@@ -518,24 +518,34 @@ class ChromaIndex:
         q = _check_vector("<query>", vector, namespace)
         if not id_list:
             return {}
+        wanted = list(dict.fromkeys(id_list))  # Chroma rejects duplicate ids in one get
         with self._guard():
             col = self._collection(namespace)
             if col is None:
                 return {}
+            stored = self._dimension(col)
+            if q.shape[0] != stored:
+                raise InvalidVector(
+                    f"query vector has dimension {q.shape[0]}, but namespace {namespace!r} "
+                    f"holds {stored}-dimensional vectors"
+                )
+            size = self._batch_size()
 
-            def fetch(c: Any) -> tuple[list[str], Any]:
-                r = c.get(ids=id_list, include=["embeddings"])
-                return list(r["ids"]), r["embeddings"]
+            def fetch(c: Any) -> tuple[list[str], list[Any]]:
+                got: list[str] = []
+                embs: list[Any] = []
+                for s in _chunks(len(wanted), size):
+                    r = c.get(ids=wanted[s], include=["embeddings"])
+                    if len(r["ids"]):
+                        got.extend(r["ids"])
+                        embs.append(np.asarray(r["embeddings"], dtype=np.float32))
+                return got, embs
 
-            got, embs = self._call(namespace, fetch)
-        if not got:
+            res = self._call(namespace, fetch)
+        if not res or not res[0]:
             return {}
-        m = np.asarray(embs, dtype=np.float32)
-        if m.shape[1] != q.shape[0]:
-            raise InvalidVector(
-                f"query vector has dimension {q.shape[0]}, but namespace {namespace!r} "
-                f"holds {m.shape[1]}-dimensional vectors"
-            )
+        got, embs = res
+        m = np.concatenate(embs, axis=0)
         norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
         sims = (m @ q) / np.where(norms > 0, norms, 1.0)
         return {i: float(min(1.0, max(-1.0, s))) for i, s in zip(got, sims, strict=True)}

@@ -305,6 +305,19 @@ def test_namespace_dropped_by_another_client(
     assert vector_index.ids(ns) == set()
 
 
+def test_similarities_edge_cases(vector_index: ChromaIndex, vector_ns: NS) -> None:
+    """Duplicates, more ids than one Chroma batch, and a dimension check before any fetch."""
+    ns = vector_ns("a")
+    vector_index.upsert(ns, items())
+    many = [f"ghost{i}" for i in range(6000)] + ["m1", "m1", "m2"]
+    got = vector_index.similarities(ns, mix(1, 2, 0.6, 0.8), many)
+    assert got == pytest.approx({"m1": 0.6, "m2": 0.8}, abs=1e-5)
+    with pytest.raises(InvalidVector, match="dimension"):
+        vector_index.similarities(ns, unit(0, dim=4), ["m1"])
+    with pytest.raises(InvalidVector):
+        vector_index.similarities(ns, np.zeros(DIM, dtype=np.float32), ["m1"])
+
+
 def test_nan_or_inf_raises_and_writes_nothing(vector_index: ChromaIndex, vector_ns: NS) -> None:
     ns = vector_ns("a")
     bad = unit(1)
