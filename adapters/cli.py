@@ -25,11 +25,6 @@ from pathlib import Path
 from typing import IO, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
-from reverie.core.clock import utc
-from reverie.core.engine import MemoryEngine
-from reverie.core.errors import InvalidInput, NotFound, ReverieError
-from reverie.core.models import Kind, Memory, Status, Tier
-from reverie.core.ports import Vector
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
@@ -43,6 +38,12 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+
+from reverie.core.clock import utc
+from reverie.core.engine import MemoryEngine
+from reverie.core.errors import InvalidInput, NotFound, ReverieError
+from reverie.core.models import Kind, Memory, Status, Tier
+from reverie.core.ports import Vector
 
 from .render import (
     fmt_sources,

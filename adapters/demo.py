@@ -19,17 +19,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
 from reverie.core.clock import ManualClock
 from reverie.core.engine import Hit, MemoryEngine
 from reverie.core.errors import InvalidInput
 from reverie.core.models import Kind, Memory, Status, Tier, fact_key, normalize_phrase
 from reverie.core.ports import Embedder
 from reverie.core.scoring import decay_score
-from rich.console import Console, Group
-from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
 from .render import (
     explanation_panel,

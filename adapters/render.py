@@ -8,13 +8,14 @@ import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
 from reverie.core.engine import Hit, RecallResult
 from reverie.core.models import Memory, Status, Tier
 from reverie.core.policy import Policy
 from reverie.core.scoring import decay_rate
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
 TIER_STYLE = {
     Tier.TRACE: "dim",

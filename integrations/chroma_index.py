@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
+
 from reverie.core.errors import (
     BackendUnavailable,
     InvalidInput,

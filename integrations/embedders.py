@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+
 from reverie.core.errors import InvalidInput, MissingExtra
 from reverie.core.ports import Vector
 

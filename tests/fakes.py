@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+
 from reverie.core.errors import ConflictError, InvalidInput, InvalidVector, LockBusy
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier
 from reverie.core.ports import LexicalHit, Vector, VectorHit, VectorItem, WriteBatch

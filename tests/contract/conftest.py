@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from reverie.core.models import Kind, Memory, Tier
 from reverie.core.ports import LexicalIndex, RecordStore
 from reverie.integrations.chroma_index import ChromaIndex
 from reverie.integrations.sqlite_store import SQLiteStore
-
 from tests.fakes import InMemoryStore
 
 # --- VectorIndex -------------------------------------------------------------------------

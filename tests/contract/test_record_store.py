@@ -12,11 +12,11 @@ from datetime import timedelta
 from typing import Any, cast
 
 import pytest
+
 from reverie.core.errors import ConflictError, InvalidInput, LockBusy
 from reverie.core.models import Edge, EdgeType, Fact, Kind, Memory, Status, Tier, fact_key
 from reverie.core.ports import LexicalIndex, RecordStore, WriteBatch
 from reverie.core.text import content_hash
-
 from tests.contract.conftest import T0, make_memory
 
 S = EdgeType.ENTITY

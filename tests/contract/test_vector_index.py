@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from reverie.core.errors import (
     BackendUnavailable,
     InvalidInput,
@@ -21,7 +22,6 @@ from reverie.core.errors import (
 )
 from reverie.core.ports import VectorIndex, VectorItem
 from reverie.integrations.chroma_index import ChromaIndex, collection_name
-
 from tests.servers import free_port, start_chroma
 
 DIM = 8

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+
 from reverie.core.errors import InvalidVector
 from reverie.core.ports import VectorItem
 from reverie.integrations.chroma_index import ChromaIndex

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner, Result
+
 from reverie.adapters import demo as demo_module
 from reverie.adapters.cli import app
 from reverie.adapters.demo import default_transcript
-from typer.testing import CliRunner, Result
 
 pytestmark = pytest.mark.slow
 

@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+
 from reverie.core.errors import InvalidInput
 from reverie.core.ports import Embedder
 from reverie.integrations.embedders import LocalEmbedder

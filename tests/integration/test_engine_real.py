@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
 from reverie.core import (
     DimensionMismatch,
     EmptyText,

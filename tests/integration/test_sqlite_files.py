@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from reverie.core.errors import (
     BackendUnavailable,
     ConflictError,

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from reverie.core.errors import ReverieError
 from reverie.core.ports import TokenCounter
 from reverie.integrations.tokens import tiktoken_counter

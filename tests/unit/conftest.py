@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from reverie.core import ManualClock, Policy
 from reverie.core.engine import MemoryEngine
-
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)

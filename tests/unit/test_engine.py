@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from reverie.core import (
     DimensionMismatch,
     EmptyText,
@@ -25,7 +26,6 @@ from reverie.core import (
     UnknownKind,
 )
 from reverie.core.engine import MemoryEngine
-
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 from tests.unit.conftest import T0, make_engine
 

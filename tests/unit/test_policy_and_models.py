@@ -4,6 +4,7 @@ import math
 from datetime import UTC, datetime
 
 import pytest
+
 from reverie.core import (
     Fact,
     InvalidInput,

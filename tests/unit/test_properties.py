@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from reverie.core import Kind, Policy, Status
 from reverie.core.scoring import decay_value, final_score, importance_blend
-
 from tests.unit.conftest import make_engine
 
 P = Policy()

@@ -6,6 +6,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from reverie.core import Kind, Memory, Policy, Tier
 from reverie.core.scoring import (
     accesses_in_window,
