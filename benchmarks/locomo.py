@@ -137,9 +137,10 @@ def run(
     embedder = MemoEmbedder(LocalEmbedder())
     policies: dict[str, Policy] = {
         "reverie": Policy(),
-        # the same retrieval with the decay floor off: what recall would be if nothing
-        # had faded (an upper bound for what consolidation must preserve)
-        "reverie-no-floor": Policy(decay_floor=0.0),
+        # the seed design's numbers: alpha 0.7 and a hard decay floor
+        "seed-policy": Policy(alpha=0.7, floor_bypass_relevance=1.0),
+        # relevance only: no decay in the score, no floor
+        "relevance-only": Policy(alpha=1.0, decay_floor=0.0),
     }
     for name, changes in (extra or {}).items():
         policies[name] = Policy().replace(**changes)
@@ -250,7 +251,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--conversations", type=int, default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    ap.add_argument("--variants", nargs="+", default=["reverie", "reverie-no-floor"])
+    ap.add_argument(
+        "--variants", nargs="+", default=["reverie", "seed-policy", "relevance-only"]
+    )
     ap.add_argument(
         "--policy",
         action="append",

@@ -132,7 +132,10 @@ def rank(
             continue
         d = decay_score(m, at, policy)
         faded = d < policy.decay_floor and not never_decays(m)
-        if faded and cand.relevance < policy.floor_bypass_relevance:
+        strong = policy.floor_bypass_relevance < 1.0 and (
+            cand.relevance >= policy.floor_bypass_relevance
+        )
+        if faded and not strong:
             continue
         out.append(Ranked(m, cand, d, final_score(cand.relevance, d, policy)))
     out.sort(key=lambda r: (-r.score, r.memory.id))

@@ -103,9 +103,8 @@ def test_correction_language_supersedes_free_text(engine: MemoryEngine) -> None:
     assert engine.get(other.id).is_active
 
 
-def test_decay_floor_hides_faded_memories_but_not_pins_or_crystals(
-    engine: MemoryEngine,
-) -> None:
+def test_decay_floor_hides_faded_memories_but_not_pins_or_crystals() -> None:
+    engine = make_engine(Policy(floor_bypass_relevance=1.0))  # the seed's hard floor
     faint = engine.observe("lunch was a sandwich", importance=0.2)
     pinned = engine.observe("lunch allergies: sesame", importance=0.2, pinned=True)
     # importance 0.2 decays at twice the rate: 7-day half-life; after 21 days 0.2/8 = 0.025
@@ -113,10 +112,27 @@ def test_decay_floor_hides_faded_memories_but_not_pins_or_crystals(
     ids = [h.id for h in engine.recall("lunch", k=10)]
     assert faint.id not in ids and pinned.id in ids
     # 13 days would still leave 0.2 * 2^(-13/7) = 0.055 > 0.05
-    e2 = make_engine()
+    e2 = make_engine(Policy(floor_bypass_relevance=1.0))
     f2 = e2.observe("lunch was a sandwich", importance=0.2)
     clock(e2).advance(days=13)
     assert f2.id in [h.id for h in e2.recall("lunch", k=10)]
+
+
+def test_a_faded_memory_returns_only_for_a_strong_match(engine: MemoryEngine) -> None:
+    faint = engine.observe("lunch was a sandwich", importance=0.2)
+    engine.observe("the quarterly report is due on friday")
+    clock(engine).advance(days=21)  # decay 0.025, under the 0.05 floor
+    strong = {h.id: h for h in engine.recall("lunch sandwich", k=10, reinforce=False)}
+    assert strong[faint.id].explanation.decay == pytest.approx(0.025)
+    assert strong[faint.id].explanation.relevance >= 0.3
+    # a query it barely matches (relevance under 0.3) does not bring it back
+    weak = engine.recall("sandwich quarterly report is due on friday", k=10, reinforce=False)
+    fresh = make_engine(Policy(decay_floor=0.0))  # what its relevance would be, unfiltered
+    fresh.observe("lunch was a sandwich", importance=0.2)
+    fresh.observe("the quarterly report is due on friday")
+    unfiltered = {h.text: h for h in fresh.recall("sandwich quarterly report is due on friday", k=10)}
+    assert unfiltered["lunch was a sandwich"].explanation.relevance < 0.3
+    assert faint.id not in [h.id for h in weak]
 
 
 def test_recall_reinforces_unless_told_not_to(engine: MemoryEngine) -> None:
@@ -141,7 +157,7 @@ def test_explanations_carry_every_term(engine: MemoryEngine) -> None:
     raw = engine.lexical.search("default", "Melanie sunrise painting", 1)[0].score
     assert ex.lexical == pytest.approx(raw / max(raw, 1.0))
     assert ex.relevance == pytest.approx(0.5 * ex.dense + 0.5 * ex.lexical)
-    assert ex.final == pytest.approx(0.7 * ex.relevance + 0.3 * 0.25) == h.score
+    assert ex.final == pytest.approx(0.9 * ex.relevance + 0.1 * 0.25) == h.score
     assert ex.tier is Tier.TRACE and ex.hops == 0
     assert set(ex.as_dict()) >= {"relevance", "lexical", "decay", "importance", "tier", "hops"}
 

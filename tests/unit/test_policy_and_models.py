@@ -33,7 +33,8 @@ def test_seed_defaults() -> None:
     p = Policy()
     assert (p.half_life_episodic_days, p.half_life_semantic_days) == (14, 90)
     assert p.half_life_procedural_days == 180
-    assert (p.alpha, p.decay_floor, p.confidence_cap) == (0.7, 0.05, 0.95)
+    assert (p.alpha, p.decay_floor, p.confidence_cap) == (0.9, 0.05, 0.95)
+    assert (p.floor_bypass_relevance, p.dense_weight) == (0.3, 0.5)
     assert (p.consolidation_tau, p.cluster_theta, p.cluster_knn) == (0.3, 0.78, 8)
     assert (p.evict_salience, p.gc_salience) == (0.15, 0.01)
 

@@ -132,6 +132,7 @@ def test_crystal_rules() -> None:
 
 
 def test_final_score_blend() -> None:
-    # 0.7 * 0.8 + 0.3 * 0.5 = 0.71
-    assert final_score(0.8, 0.5, P) == pytest.approx(0.71)
+    # default alpha 0.9: 0.9 * 0.8 + 0.1 * 0.5 = 0.77; the seed's 0.7: 0.56 + 0.15 = 0.71
+    assert final_score(0.8, 0.5, P) == pytest.approx(0.77)
+    assert final_score(0.8, 0.5, P.replace(alpha=0.7)) == pytest.approx(0.71)
     assert final_score(0.8, 0.5, P.replace(alpha=1.0)) == pytest.approx(0.8)
