@@ -668,7 +668,7 @@ def repair(
         raise InvalidInput("--reembed re-embeds every namespace; drop --current-namespace")
     with _open(ctx, model=True, check_embedder=not reembed) as engine:
         spaces = engine.namespaces() if all_namespaces else [s.namespace]
-        total = sum(engine.store.count(ns)["total"] for ns in spaces)
+        total = sum(engine.stats(namespace=ns)["total"] for ns in spaces)
         with _progress() as bar:
             task = bar.add_task("repairing the vector index", total=total)
             report = engine.repair(

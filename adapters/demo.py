@@ -206,9 +206,7 @@ def _pick_decay_memories(
         if important.id not in {p.id for p in picked.values()}:
             picked["important"] = important
     crystals = list(
-        engine.store.scan(
-            engine.default_namespace, tiers=[Tier.CRYSTAL], statuses=[Status.ACTIVE]
-        )
+        engine.memories(tiers=[Tier.CRYSTAL], statuses=[Status.ACTIVE])
     )
     if crystals:
         picked["crystal"] = max(crystals, key=lambda m: len(m.sources))
@@ -273,7 +271,7 @@ def run_demo(
     summary: dict[str, Any] = {"home": str(home), "namespace": namespace,
                                "transcript": str(path), "model_seconds": model_seconds}
     with closing(engine):
-        if engine.store.count(namespace)["total"]:
+        if engine.stats(namespace=namespace)["total"]:
             raise InvalidInput(
                 f"namespace {namespace!r} in {home} already holds memories; the demo needs "
                 "an empty one: run it without --home, or with a fresh --home or --namespace"
@@ -386,7 +384,11 @@ def run_demo(
 
         # 3. crystals -------------------------------------------------------------------
         _section(console, 3, "Facts heard in 3 sessions harden into crystals")
-        units = [m for m in engine.store.scan(namespace) if m.key is not None and m.is_active]
+        units = [
+            m
+            for m in engine.memories(namespace=namespace, statuses=[Status.ACTIVE])
+            if m.key is not None
+        ]
         table = Table(title_justify="left")
         table.add_column("fact")
         table.add_column("tier")

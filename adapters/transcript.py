@@ -234,12 +234,12 @@ class _Counter:
 
     def touch(self, ns: str) -> None:
         if ns not in self.before:
-            self.before[ns] = self.engine.store.count(ns)
+            self.before[ns] = self.engine.stats(namespace=ns)
 
     def deltas(self) -> tuple[int, int]:
         stored = superseded = 0
         for ns, before in self.before.items():
-            now = self.engine.store.count(ns)
+            now = self.engine.stats(namespace=ns)
             stored += now["total"] - before["total"]
             superseded += now["status:superseded"] - before["status:superseded"]
         return stored, superseded
@@ -351,6 +351,6 @@ def superseded_traces(engine: MemoryEngine, namespace: str | None = None) -> lis
     ns = validate_namespace(namespace or engine.default_namespace)
     return [
         m
-        for m in engine.store.scan(ns, statuses=[Status.SUPERSEDED])
+        for m in engine.memories(namespace=ns, statuses=[Status.SUPERSEDED])
         if m.key is None and m.superseded_by is not None
     ]

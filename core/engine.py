@@ -783,6 +783,21 @@ class MemoryEngine:
     def namespaces(self) -> list[str]:
         return self.store.namespaces()
 
+    def memories(
+        self,
+        *,
+        namespace: str | None = None,
+        statuses: Iterable[Status | str] | None = None,
+        tiers: Iterable[Tier | str] | None = None,
+    ) -> Iterator[Memory]:
+        """Every memory of a namespace (optionally by status and tier), in a stable order,
+        streamed from the store so a large namespace is never loaded at once."""
+        return self.store.scan(
+            self._ns(namespace),
+            statuses=None if statuses is None else [Status(s) for s in statuses],
+            tiers=None if tiers is None else [Tier(t) for t in tiers],
+        )
+
     # ------------------------------------------------------------------ export / import
 
     def export(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:

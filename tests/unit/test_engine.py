@@ -126,11 +126,12 @@ def test_a_faded_memory_returns_only_for_a_strong_match(engine: MemoryEngine) ->
     assert strong[faint.id].explanation.decay == pytest.approx(0.025)
     assert strong[faint.id].explanation.relevance >= 0.3
     # a query it barely matches (relevance under 0.3) does not bring it back
-    weak = engine.recall("sandwich quarterly report is due on friday", k=10, reinforce=False)
+    query = "sandwich quarterly report is due on friday"
+    weak = engine.recall(query, k=10, reinforce=False)
     fresh = make_engine(Policy(decay_floor=0.0))  # what its relevance would be, unfiltered
     fresh.observe("lunch was a sandwich", importance=0.2)
     fresh.observe("the quarterly report is due on friday")
-    unfiltered = {h.text: h for h in fresh.recall("sandwich quarterly report is due on friday", k=10)}
+    unfiltered = {h.text: h for h in fresh.recall(query, k=10)}
     assert unfiltered["lunch was a sandwich"].explanation.relevance < 0.3
     assert faint.id not in [h.id for h in weak]
 
