@@ -212,7 +212,8 @@ def render(r: dict[str, Any]) -> str:
         "",
         f"{r['conversations']} conversations, {r['turns']} turns, {r['questions']} questions "
         f"(categories 1-4 with evidence). Ingest: {r['ingest_turns_per_second']:.1f} turns/s "
-        f"through `observe` (embedding included). Recall p50 (k=50): {r['recall_p50_ms']:.1f} ms.",
+        f"through `observe_many` (embedding included). "
+        f"Recall p50 (k=50): {r['recall_p50_ms']:.1f} ms.",
         "",
         "## Overall",
         "",

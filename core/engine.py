@@ -666,15 +666,15 @@ class MemoryEngine:
 
         qvec = self._embed([query])[0]
         pool = max(k, self.policy.candidate_pool)
-        where = None if historical else {"status": Status.ACTIVE.value}
-        dense = self.vectors.query(ns, qvec, pool * (2 if historical else 1), where)
+        # No status filter in the vector tier: the records are the truth and `admit`
+        # checks them, and an unfiltered query is Chroma's fastest path.
+        dense = self.vectors.query(ns, qvec, pool * (2 if historical else 1))
         lexical = self.lexical.search(ns, query, pool)
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
         extra = self.vectors.similarities(ns, qvec, lexical_only) if lexical_only else {}
         candidates = fuse(dense, lexical, self.policy, extra)
-        memories = self.store.get_many(ns, candidates)
-        ranked = rank(candidates, memories, when, self.policy, admit)
+        memories, ranked = self._fetch_ranked(ns, candidates, k, when, admit)
         ranked = self._expand(ns, ranked, candidates, memories, when, admit)
 
         top = ranked[: max(k, 1)]
@@ -706,6 +706,35 @@ class MemoryEngine:
         if reinforce and as_of is None and hits:
             self.store.touch(ns, [h.id for h in hits], now, self.policy.access_window)
         return RecallResult(query, tuple(hits), tokens)
+
+    def _fetch_ranked(
+        self,
+        namespace: str,
+        candidates: Mapping[str, Candidate],
+        k: int,
+        when: datetime,
+        admit: Callable[[Memory], bool],
+    ) -> tuple[dict[str, Memory], list[Ranked]]:
+        """Read candidate records best-relevance first, and stop as soon as no unread
+        candidate can reach the k-th score: decay is at most 1, so a candidate of
+        relevance r scores at most alpha * r + (1 - alpha). Exact, and most queries
+        read a fraction of the pool."""
+        order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
+        step = max(2 * k, 10)
+        memories: dict[str, Memory] = {}
+        ranked: list[Ranked] = []
+        alpha = self.policy.alpha
+        for start in range(0, len(order), step):
+            chunk = order[start : start + step]
+            memories.update(self.store.get_many(namespace, [c.id for c in chunk]))
+            fetched = {c.id: c for c in order[: start + step]}
+            ranked = rank(fetched, memories, when, self.policy, admit)
+            rest = order[start + step : start + step + 1]
+            if len(ranked) >= k and (
+                not rest or alpha * rest[0].relevance + (1.0 - alpha) < ranked[k - 1].score
+            ):
+                break
+        return memories, ranked
 
     def _expand(
         self,
