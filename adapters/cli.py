@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,7 +43,6 @@ from reverie.core.clock import utc
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidInput, NotFound, ReverieError
 from reverie.core.models import Kind, Memory, Status, Tier
-from reverie.core.ports import Vector
 
 from .render import (
     fmt_sources,
@@ -93,35 +92,6 @@ def _settings(ctx: typer.Context) -> Settings:
     return obj
 
 
-class _LazyLocalEmbedder:
-    """The local model, loaded on first use. Its name and dimension are constants, so
-    the engine's embedder check passes without the model, and commands that never
-    embed (stats, history, export, forget, confirm, pin) skip the multi-second load."""
-
-    def __init__(self) -> None:
-        self._inner: Any = None
-
-    @property
-    def name(self) -> str:
-        from reverie.integrations.embedders import MODEL_NAME
-
-        return MODEL_NAME
-
-    @property
-    def dimension(self) -> int:
-        from reverie.integrations.embedders import MODEL_DIMENSION
-
-        return MODEL_DIMENSION
-
-    def embed(self, texts: Sequence[str]) -> Vector:
-        if self._inner is None:
-            from reverie.integrations.embedders import LocalEmbedder
-
-            self._inner = LocalEmbedder()
-        result: Vector = self._inner.embed(texts)
-        return result
-
-
 def _open(ctx: typer.Context, *, model: bool, check_embedder: bool = True) -> MemoryEngine:
     """The engine for this invocation. `model=True` loads the embedding model up front,
     under a spinner, for commands that embed; the others get it lazily."""
@@ -129,14 +99,12 @@ def _open(ctx: typer.Context, *, model: bool, check_embedder: bool = True) -> Me
 
     s = _settings(ctx)
     quiet_model_loading()
-    embedder: Any
-    if model:
-        from reverie.integrations.embedders import LocalEmbedder
+    from reverie.integrations.embedders import LocalEmbedder
 
+    embedder = LocalEmbedder()  # loads the model at its first use...
+    if model:
         with err.status("Loading the embedding model..."):
-            embedder = LocalEmbedder()
-    else:
-        embedder = _LazyLocalEmbedder()
+            embedder.load()  # ...or now, for commands that embed
     return open_engine(
         s.home,
         store=s.store,

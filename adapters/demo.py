@@ -414,7 +414,8 @@ def run_demo(
         decay: dict[str, Any] = {}
         for role, m in picked.items():
             decay[role] = {"id": m.id, "text": m.text, "tier": m.tier.value,
-                           "importance": m.importance, "scores": {}, "recalled": {}}
+                           "importance": m.importance, "scores": {}, "recalled": {},
+                           "faded": {}}
         # Probe with what the user said (without the "user: " prefix), as an agent
         # would when the topic comes up again; the crystal with its own text.
         probe = {m.id: plan["said"].get(n, m.text) for n, m in memories.items()}
@@ -423,13 +424,17 @@ def run_demo(
             for role, m in picked.items():
                 cur = engine.get(m.id)
                 found = engine.recall(probe.get(m.id, m.text), k=5, reinforce=False)
-                decay[role]["scores"][w] = decay_score(cur, clock.now(), engine.policy)
+                score = decay_score(cur, clock.now(), engine.policy)
+                decay[role]["scores"][w] = score
                 decay[role]["recalled"][w] = any(h.id == m.id for h in found)
+                decay[role]["faded"][w] = score < engine.policy.decay_floor and not (
+                    cur.tier is Tier.CRYSTAL or cur.pinned
+                )
         clock.set(now)
         summary["decay"] = decay
         table = Table(
-            title="decay score, and whether recall still returns the memory when the "
-            "user says the same words again",
+            title="decay score; 'faded' = under the floor: it no longer comes up for loose "
+            "matches, only when asked about directly",
             title_justify="left",
         )
         # six 6-wide week columns and the borders take 58 characters; the label gets the rest
@@ -440,9 +445,9 @@ def run_demo(
         for role, d in decay.items():
             cells = []
             for w in WEEKS:
-                ok = d["recalled"][w]
-                cells.append(Text(f"{d['scores'][w]:.2f} {'✓' if ok else '✗'}",
-                                  style="green" if ok else "red dim"))
+                faded = d["faded"][w]
+                cells.append(Text(f"{d['scores'][w]:.2f}" + (" faded" if faded else ""),
+                                  style="red dim" if faded else "green"))
             table.add_row(
                 Text.assemble((f"{role}, S0 {d['importance']:.2f}\n", "bold"), d["text"]),
                 *cells,
@@ -455,7 +460,8 @@ def run_demo(
             f"importance > {pol.high_importance} decays "
             f"{1 / pol.high_importance_lambda_factor:.1f}x slower, < {pol.low_importance} "
             f"{pol.low_importance_lambda_factor:g}x faster. Below {pol.decay_floor} a memory "
-            "is not returned; crystals and pinned memories never decay.[/dim]"
+            "has faded: recall returns it only for a strong match (relevance >= "
+            f"{pol.floor_bypass_relevance}); crystals and pinned memories never decay.[/dim]"
         )
 
         # 5. explanation ------------------------------------------------------------------

