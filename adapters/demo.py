@@ -433,8 +433,8 @@ def run_demo(
         clock.set(now)
         summary["decay"] = decay
         table = Table(
-            title="decay score; 'faded' = under the floor: it no longer comes up for loose "
-            "matches, only when asked about directly",
+            title="decay score (* = faded: under the floor, it comes up only when asked "
+            "about directly)",
             title_justify="left",
         )
         # six 6-wide week columns and the borders take 58 characters; the label gets the rest
@@ -446,7 +446,7 @@ def run_demo(
             cells = []
             for w in WEEKS:
                 faded = d["faded"][w]
-                cells.append(Text(f"{d['scores'][w]:.2f}" + (" faded" if faded else ""),
+                cells.append(Text(f"{d['scores'][w]:.2f}" + ("*" if faded else " "),
                                   style="red dim" if faded else "green"))
             table.add_row(
                 Text.assemble((f"{role}, S0 {d['importance']:.2f}\n", "bold"), d["text"]),
