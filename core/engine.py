@@ -16,6 +16,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -197,6 +198,7 @@ class MemoryEngine:
         self.default_namespace = validate_namespace(default_namespace)
         self.token_counter = token_counter
         self._new_id = id_factory
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reverie-recall")
         if check_embedder:  # off only to re-embed a store after a model change
             self._check_embedder()
 
@@ -665,8 +667,12 @@ class MemoryEngine:
         pool = max(k, self.policy.candidate_pool)
         # No status filter in the vector tier: the records are the truth and `admit`
         # checks them, and an unfiltered query is Chroma's fastest path.
-        dense = self.vectors.query(ns, qvec, pool * (2 if historical else 1))
+        # the two channels are independent I/O (both release the GIL): overlap them
+        dense_future = self._pool.submit(
+            self.vectors.query, ns, qvec, pool * (2 if historical else 1)
+        )
         lexical = self.lexical.search(ns, query, pool)
+        dense = dense_future.result()
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
         extra = self.vectors.similarities(ns, qvec, lexical_only) if lexical_only else {}
@@ -974,6 +980,7 @@ class MemoryEngine:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True)
         self.vectors.close()
         self.store.close()
 
