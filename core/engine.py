@@ -1000,7 +1000,9 @@ class MemoryEngine:
     arecall = _to_thread(recall)
     ahistory = _to_thread(history)
     aforget = _to_thread(forget)
+    aforget_namespace = _to_thread(forget_namespace)
     astats = _to_thread(stats)
+    arepair = _to_thread(repair)
 
 
 def _vector_meta(m: Memory) -> dict[str, str | int | float | bool]:
