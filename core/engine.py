@@ -251,9 +251,6 @@ class MemoryEngine:
             )
         return vecs
 
-    def _commit(self, batch: WriteBatch) -> None:
-        self.store.commit(batch)
-
     def _index(
         self, namespace: str, new: Sequence[tuple[Memory, Vector]], restatus: Sequence[Memory]
     ) -> None:
@@ -428,7 +425,7 @@ class MemoryEngine:
                 )
                 puts.append(superseded)
                 batch_edges.append(Edge(memory.id, old.id, EdgeType.SUPERSEDES, 1.0))
-            self._commit(WriteBatch(ns, tuple(puts), tuple(batch_edges)))
+            self.store.commit(WriteBatch(ns, tuple(puts), tuple(batch_edges)))
             return memory, superseded, True
 
         try:
@@ -450,7 +447,7 @@ class MemoryEngine:
             if source in cur.sources:
                 return cur
             nxt = self._with_source(cur, source, when)
-            self._commit(WriteBatch(namespace, (nxt,)))
+            self.store.commit(WriteBatch(namespace, (nxt,)))
             return nxt
 
         return self._retrying(attempt)
@@ -529,7 +526,7 @@ class MemoryEngine:
                 normalize_phrase(current.fact.object) == wanted
             ):
                 nxt = self._with_source(current, src, when)
-                self._commit(WriteBatch(ns, (nxt,)))
+                self.store.commit(WriteBatch(ns, (nxt,)))
                 return nxt, None, False
             if vec is None:
                 vec = self._embed([body])[0]
@@ -566,7 +563,7 @@ class MemoryEngine:
                 )
                 puts.append(old)
                 edges.append(Edge(unit.id, current.id, EdgeType.SUPERSEDES, 1.0))
-            self._commit(WriteBatch(ns, tuple(puts), tuple(edges)))
+            self.store.commit(WriteBatch(ns, tuple(puts), tuple(edges)))
             return unit, old, True
 
         stored, superseded, created = self._retrying(attempt)
@@ -586,7 +583,7 @@ class MemoryEngine:
                 raise NotFound(f"no memory {memory_id!r} in namespace {ns!r}")
             nxt = change(cur)
             if nxt is not cur:
-                self._commit(WriteBatch(ns, (nxt,)))
+                self.store.commit(WriteBatch(ns, (nxt,)))
             return nxt
 
         return self._retrying(attempt)
