@@ -16,6 +16,7 @@ from .errors import (
     ReverieError,
     SchemaTooNew,
     StoreCorrupt,
+    SynthesisFailed,
     TextTooLong,
     UnknownKind,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "SchemaTooNew",
     "Status",
     "StoreCorrupt",
+    "SynthesisFailed",
     "SystemClock",
     "TextTooLong",
     "Tier",

@@ -69,6 +69,12 @@ class LockBusy(ReverieError):
     """Another holder has the namespace's maintenance lock."""
 
 
+class SynthesisFailed(ReverieError):
+    """The LLM behind a `Synthesizer` gave no usable answer (unparseable or invalid JSON,
+    a timeout, an HTTP error). Consolidation retries with the error shown to the model,
+    then falls back to the extractive synthesizer; the cycle's report says which."""
+
+
 class MissingExtra(ReverieError, ImportError):
     """An optional dependency is not installed; the message names the extra."""
 

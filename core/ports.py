@@ -195,7 +195,14 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class Synthesizer(Protocol):
-    """The LLM port: a prompt and a JSON schema in, parsed JSON out."""
+    """The LLM port: a prompt and a JSON schema in, parsed JSON out.
+
+    Implementations ask their model for JSON (JSON mode or function calling, never
+    OpenAI's `json_schema` response format, which local servers reject) and return the
+    parsed object. Anything unusable (not JSON, truncated, an HTTP error, a timeout)
+    raises `SynthesisFailed`; checking the payload against the schema and retrying with
+    the error shown to the model is the caller's job (core consolidation), so every
+    implementation gets the same validation and retry."""
 
     def synthesize(self, prompt: str, schema: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
