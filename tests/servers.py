@@ -27,6 +27,7 @@ __all__ = [
     "free_port",
     "http_ok",
     "start_chroma",
+    "start_llm_server",
 ]
 
 
@@ -183,3 +184,28 @@ def start_chroma(
     )
     server.start()
     return server, url
+
+
+LLM_MODEL_ALIAS = "smollm2-135m"
+
+
+def start_llm_server(
+    model_path: str | Path, *, port: int | None = None, timeout: float = 120.0
+) -> tuple[ServerProcess, str]:
+    """Start the real local OpenAI-compatible LLM server (llama-cpp-python's server, see
+    LOCAL_LLM notes) on 127.0.0.1; returns (process, base_url ending in /v1). Only
+    `scripts/record-cassettes` needs it: tests replay what it answered."""
+    port = port or free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    server = ServerProcess(
+        "llama.cpp",
+        [
+            sys.executable, "-m", "llama_cpp.server", "--model", str(model_path),
+            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
+            "--n_threads", "2", "--model_alias", LLM_MODEL_ALIAS,
+        ],
+        http_ok(f"{base}/models"),
+        timeout=timeout,
+    )
+    server.start()
+    return server, base
