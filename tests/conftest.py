@@ -6,7 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.servers import ServerStartError, start_chroma
+from tests.servers import (
+    RedisCluster,
+    ServerStartError,
+    start_chroma,
+    start_redis,
+    start_redis_cluster,
+)
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +31,34 @@ def chroma_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL (redis://127.0.0.1:PORT/0) of a real `redis-server` on a free port for the whole
+    session (never the machine's 6379); fails loudly, never skips. Tests share it, so each
+    uses namespaces of its own (or flushes what it made)."""
+    base = tmp_path_factory.mktemp("redis-server")
+    try:
+        server, url = start_redis(base / "data")
+    except ServerStartError as e:
+        pytest.fail(f"cannot start the Redis test server: {e}", pytrace=False)
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A real local 3-master Redis Cluster for the whole session (`.url` is
+    redis+cluster://127.0.0.1:PORT, `.ports` every master); fails loudly, never skips."""
+    base = tmp_path_factory.mktemp("redis-cluster")
+    try:
+        cluster = start_redis_cluster(base)
+    except ServerStartError as e:
+        pytest.fail(f"cannot start the Redis Cluster for the tests: {e}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

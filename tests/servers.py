@@ -21,13 +21,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
+    "RedisCluster",
     "ServerProcess",
     "ServerStartError",
     "chroma_cli",
+    "free_cluster_port",
     "free_port",
     "http_ok",
+    "redis_ping",
     "start_chroma",
     "start_llm_server",
+    "start_redis",
+    "start_redis_cluster",
 ]
 
 
@@ -209,3 +214,179 @@ def start_llm_server(
     )
     server.start()
     return server, base
+
+
+# --- Redis ---------------------------------------------------------------------------------
+
+
+def redis_ping(port: int, host: str = "127.0.0.1", timeout: float = 1.0) -> Callable[[], bool]:
+    """A readiness check: the server at host:port answers PING (or asks for a password,
+    which also means it is up). Plain sockets, so it works without redis-py."""
+
+    def check() -> bool:
+        try:
+            with socket.create_connection((host, port), timeout=timeout) as s:
+                s.sendall(b"*1\r\n$4\r\nPING\r\n")
+                reply = s.recv(64)
+        except OSError:
+            return False
+        return reply.startswith((b"+PONG", b"-NOAUTH"))
+
+    return check
+
+
+def redis_server_cli() -> str:
+    found = shutil.which("redis-server")
+    if not found:
+        raise ServerStartError(
+            "redis-server is not on PATH; install it (apt-get install redis-server) — the "
+            "Redis tests need a real server"
+        )
+    return found
+
+
+def start_redis(
+    path: str | Path,
+    *,
+    port: int | None = None,
+    appendonly: bool = False,
+    password: str | None = None,
+    extra_args: Sequence[str] = (),
+    timeout: float = 30.0,
+) -> tuple[ServerProcess, str]:
+    """Start a real `redis-server` on 127.0.0.1 (a free port unless given; never 6379 by
+    accident) with its files under `path`; returns (process, url such as
+    redis://127.0.0.1:PORT/0). No RDB snapshots (`--save ""`); `appendonly=True` turns on
+    AOF with fsync on every write, for restart tests. Restart with the same `path` and
+    `port` to get the same data back (with AOF). Fails loudly, never skips."""
+    port = port or free_port()
+    data = Path(path)
+    data.mkdir(parents=True, exist_ok=True)
+    argv = [
+        redis_server_cli(),
+        "--port", str(port),
+        "--bind", "127.0.0.1",
+        "--dir", str(data),
+        "--save", "",
+        "--appendonly", "yes" if appendonly else "no",
+        "--appendfsync", "always",
+        "--daemonize", "no",
+        "--logfile", "",
+    ]
+    if password:
+        argv += ["--requirepass", password]
+    argv += list(extra_args)
+    server = ServerProcess(
+        "redis",
+        argv,
+        redis_ping(port),
+        log_path=data.parent / f"redis-{port}.log",
+        timeout=timeout,
+    )
+    server.start()
+    auth = f":{password}@" if password else ""
+    return server, f"redis://{auth}127.0.0.1:{port}/0"
+
+
+def free_cluster_port(host: str = "127.0.0.1") -> int:
+    """A free port whose cluster bus port (port + 10000) is free and valid too."""
+    for _ in range(200):
+        port = free_port(host)
+        if port + 10000 > 65535:
+            continue
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind((host, port + 10000))
+        except OSError:
+            continue
+        return port
+    raise ServerStartError("no free port pair (port, port + 10000) for a Redis Cluster node")
+
+
+class RedisCluster:
+    """A local Redis Cluster of real `redis-server --cluster-enabled yes` processes.
+
+    `url` is the reverie URL (redis+cluster://127.0.0.1:PORT); `ports` lists every master.
+    `stop()` stops every node. Usable as a context manager.
+    """
+
+    def __init__(self, nodes: list[ServerProcess], ports: list[int]) -> None:
+        self.nodes = nodes
+        self.ports = ports
+        self.url = f"redis+cluster://127.0.0.1:{ports[0]}"
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def __enter__(self) -> RedisCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _cluster_info(port: int) -> str:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
+            s.sendall(b"*2\r\n$7\r\nCLUSTER\r\n$4\r\nINFO\r\n")
+            return s.recv(4096).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def start_redis_cluster(
+    path: str | Path, *, masters: int = 3, timeout: float = 60.0
+) -> RedisCluster:
+    """Start `masters` cluster-enabled nodes on free ports, join them with
+    `redis-cli --cluster create ... --cluster-replicas 0 --cluster-yes`, and wait until
+    every node reports cluster_state:ok. Fails loudly (with the logs), never skips;
+    on failure every node started so far is stopped."""
+    cli = shutil.which("redis-cli")
+    if not cli:
+        raise ServerStartError("redis-cli is not on PATH; install redis-tools / redis-server")
+    base = Path(path)
+    nodes: list[ServerProcess] = []
+    ports: list[int] = []
+    try:
+        for i in range(masters):
+            port = free_cluster_port()
+            node_dir = base / f"node-{i}"
+            server, _ = start_redis(
+                node_dir,
+                port=port,
+                extra_args=[
+                    "--cluster-enabled", "yes",
+                    "--cluster-config-file", str(node_dir / "nodes.conf"),
+                    "--cluster-node-timeout", "5000",
+                ],
+                timeout=timeout,
+            )
+            nodes.append(server)
+            ports.append(port)
+        create = subprocess.run(
+            [cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        if create.returncode != 0:
+            raise ServerStartError(
+                f"redis-cli --cluster create failed ({create.returncode}):\n"
+                f"{create.stdout[-2000:]}\n{create.stderr[-2000:]}"
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all("cluster_state:ok" in _cluster_info(p) for p in ports):
+                return RedisCluster(nodes, ports)
+            time.sleep(0.2)
+        raise ServerStartError(
+            f"Redis Cluster on ports {ports} did not reach cluster_state:ok in {timeout:.0f} s"
+            f":\n{_cluster_info(ports[0])}"
+        )
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
