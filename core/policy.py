@@ -15,6 +15,8 @@ from typing import Any
 
 from .errors import InvalidPolicy
 
+_SIGNED_FIELDS = frozenset({"cluster_recomb_p"})  # the only numbers allowed below zero
+
 
 @dataclass(frozen=True, slots=True)
 class Policy:
@@ -80,6 +82,16 @@ class Policy:
     cluster_theta: float = 0.78
     cluster_knn: int = 8
     cluster_max_size: int = 12
+    # clustering strategies (core/clustering.py); defaults from benchmarks/results/clustering.md
+    cluster_entity_theta: float = 0.6  # a shared entity links k-NN neighbours this similar
+    cluster_medoid_theta: float = 0.6  # chaining guard: members this similar to the medoid
+    cluster_hdbscan_min_cluster_size: int = 2
+    cluster_hdbscan_min_samples: int = 1
+    cluster_pca_dims: int = 0  # HDBSCAN on the top PCA components; 0 = the full space
+    cluster_recomb_p: float = 0.0  # 0 Cambridge/Aachen, -1 anti-kt, 1 kt (may be negative)
+    cluster_recomb_radius: float = 0.6  # R in d_ij = min(w_i^2p, w_j^2p) dist_ij^2 / R^2
+    cluster_recomb_cut: float = 0.3  # cosine distance above which two points never merge
+    cluster_recomb_weight_floor: float = 0.01  # importance floor so w^2p stays finite for p<0
     near_duplicate_similarity: float = 0.85
     near_duplicate_trigger: int = 6
     trigger_node_count: int = 5000
@@ -96,7 +108,7 @@ class Policy:
             v = getattr(self, f.name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 problems.append(f"{f.name} must be a finite number, got {v!r}")
-            elif v < 0:
+            elif v < 0 and f.name not in _SIGNED_FIELDS:
                 problems.append(f"{f.name} must be >= 0, got {v!r}")
             elif f.type == "int" and not isinstance(v, int):
                 problems.append(f"{f.name} must be a whole number, got {v!r}")
@@ -108,6 +120,7 @@ class Policy:
             "correction_similarity", "alpha", "decay_floor", "floor_bypass_relevance",
             "dense_weight", "hop_decay",
             "consolidation_tau", "cluster_theta", "near_duplicate_similarity",
+            "cluster_entity_theta", "cluster_medoid_theta", "cluster_recomb_weight_floor",
             "trigger_mean_importance", "trigger_contradiction_ratio", "evict_salience",
             "gc_salience",
         ]
@@ -119,7 +132,8 @@ class Policy:
             "half_life_episodic_days", "half_life_semantic_days", "half_life_procedural_days",
             "access_window", "frequency_window_days", "frequency_saturation",
             "centrality_saturation", "crystal_min_sources", "max_text_chars", "candidate_pool",
-            "cluster_knn", "cluster_max_size",
+            "cluster_knn", "cluster_max_size", "cluster_hdbscan_min_cluster_size",
+            "cluster_hdbscan_min_samples", "cluster_recomb_radius", "cluster_recomb_weight_floor",
         ]:
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
@@ -133,6 +147,10 @@ class Policy:
             problems.append("low_importance must not exceed high_importance")
         if self.gc_salience > self.evict_salience:
             problems.append("gc_salience must not exceed evict_salience")
+        if not 0.0 <= self.cluster_recomb_cut <= 2.0:
+            problems.append("cluster_recomb_cut is a cosine distance: it must be within [0, 2]")
+        if self.cluster_hdbscan_min_cluster_size < 2:
+            problems.append("cluster_hdbscan_min_cluster_size must be >= 2")
         if problems:
             raise InvalidPolicy("invalid policy: " + "; ".join(problems))
 
