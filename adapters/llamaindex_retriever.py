@@ -1,0 +1,117 @@
+"""reverie as a LlamaIndex retriever: decay-aware recall as `NodeWithScore`s.
+
+Drop-in wherever LlamaIndex takes a `BaseRetriever` (query engines, `RetrieverTool`,
+routers). Each node is one memory: its id is the memory id, its score reverie's
+final score, and its metadata carries what a caller needs to trust or act on it
+(tier, status, sources, the score explanation). Those bookkeeping keys are hidden
+from the LLM and the embedder, which see only the memory's text and date.
+
+    from reverie.adapters.llamaindex_retriever import ReverieRetriever
+    retriever = ReverieRetriever(open_engine(), namespace="user/alice", k=5)
+    for n in retriever.retrieve("where does Alice live?"):
+        print(n.score, n.node.get_content(), n.node.metadata["tier"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from reverie.core.engine import Hit, MemoryEngine, RecallResult
+from reverie.core.errors import InvalidInput, MissingExtra
+from reverie.core.models import Kind, validate_namespace
+
+try:
+    from llama_index.core.base.base_retriever import BaseRetriever
+    from llama_index.core.callbacks import CallbackManager
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+except ImportError as e:  # pragma: no cover - exercised in a subprocess test
+    raise MissingExtra("reverie.adapters.llamaindex_retriever", "llamaindex") from e
+
+__all__ = ["ReverieRetriever", "hit_to_node"]
+
+DEFAULT_K = 5  # framework-face default, per retriever (LlamaIndex's own default is 2)
+
+# What the LLM sees besides the text: only when the memory was learned.
+_LLM_VISIBLE = frozenset({"created_at"})
+
+
+def hit_to_node(hit: Hit) -> NodeWithScore:
+    """One recalled memory as a LlamaIndex node, scored by reverie's final score."""
+    m = hit.memory
+    metadata: dict[str, Any] = {
+        "memory_id": m.id,
+        "namespace": m.namespace,
+        "kind": m.kind.value,
+        "tier": m.tier.value,
+        "status": m.status.value,
+        "sources": sorted(m.sources),
+        "confidence": m.confidence,
+        "created_at": m.created_at.isoformat(),
+        "superseded_by": m.superseded_by,
+        "explanation": hit.explanation.as_dict(),
+    }
+    hidden = [key for key in metadata if key not in _LLM_VISIBLE]
+    node = TextNode(
+        id_=m.id,
+        text=m.text,
+        metadata=metadata,
+        excluded_llm_metadata_keys=hidden,
+        excluded_embed_metadata_keys=list(metadata),
+    )
+    return NodeWithScore(node=node, score=hit.score)
+
+
+class ReverieRetriever(BaseRetriever):
+    """A `BaseRetriever` over one reverie namespace.
+
+    `as_of` answers with what was believed then (superseded versions valid at that
+    time included, nothing reinforced); `include_history` also returns superseded and
+    consolidated memories; `reinforce=False` reads without restarting decay clocks.
+    `_aretrieve` runs recall in a worker thread, so it never blocks the event loop.
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine,
+        *,
+        namespace: str | None = None,
+        k: int = DEFAULT_K,
+        as_of: datetime | None = None,
+        include_history: bool = False,
+        reinforce: bool = True,
+        kinds: Iterable[Kind | str] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        self.engine = engine
+        self.namespace = None if namespace is None else validate_namespace(namespace)
+        self.k = k
+        self.as_of = as_of
+        self.include_history = include_history
+        self.reinforce = reinforce
+        self.kinds = list(kinds) if kinds is not None else None
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "k": self.k,
+            "as_of": self.as_of,
+            "include_history": self.include_history,
+            "reinforce": self.reinforce,
+            "kinds": self.kinds,
+        }
+
+    @staticmethod
+    def _nodes(result: RecallResult) -> list[NodeWithScore]:
+        return [hit_to_node(h) for h in result.hits]
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(self.engine.recall(query_bundle.query_str, **self._options()))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(await self.engine.arecall(query_bundle.query_str, **self._options()))
