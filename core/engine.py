@@ -23,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
+from . import eviction
 from .clock import SystemClock, utc
 from .codec import FORMAT_VERSION, edge_from_dict, edge_to_dict, memory_from_dict, memory_to_dict
 from .errors import (
@@ -34,6 +35,7 @@ from .errors import (
     NotFound,
     TextTooLong,
 )
+from .extraction import ExtractionReport, extract_from_traces
 from .models import (
     Edge,
     EdgeType,
@@ -56,6 +58,7 @@ from .ports import (
     Embedder,
     LexicalIndex,
     RecordStore,
+    Synthesizer,
     TokenCounter,
     Vector,
     VectorIndex,
@@ -488,12 +491,14 @@ class MemoryEngine:
         confidence: float | None = None,
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        index: bool = True,
     ) -> Memory:
         """Store a fact as a unit keyed by (kind, subject, predicate).
 
         The same object from a new source raises confidence one step (cap 0.95); a
         different object supersedes the current unit, which stays queryable through
-        `history()` and `recall(as_of=...)`."""
+        `history()` and `recall(as_of=...)`. `index=False` stores it without a vector
+        (found by key and by words, never by meaning: LangGraph's `put(index=False)`)."""
         ns = self._ns(namespace)
         k = parse_kind(kind)
         if k is Kind.EPISODIC:
@@ -528,7 +533,7 @@ class MemoryEngine:
                 nxt = self._with_source(current, src, when)
                 self.store.commit(WriteBatch(ns, (nxt,)))
                 return nxt, None, False
-            if vec is None:
+            if vec is None and index:
                 vec = self._embed([body])[0]
             start = max(when, current.valid_since) if current is not None else when
             unit = self._promote(
@@ -568,8 +573,11 @@ class MemoryEngine:
 
         stored, superseded, created = self._retrying(attempt)
         if created:
-            assert vec is not None
-            self._index(ns, [(stored, vec)], [superseded] if superseded else [])
+            self._index(
+                ns,
+                [(stored, vec)] if vec is not None else [],
+                [superseded] if superseded else [],
+            )
         return stored
 
     def _update(
@@ -777,17 +785,64 @@ class MemoryEngine:
         ns = self._ns(namespace)
         return self.store.find_by_key(ns, fact_key(parse_kind(kind), subject, predicate))
 
+    def extract_facts(
+        self,
+        *,
+        synthesizer: Synthesizer,
+        namespace: str | None = None,
+        since: datetime | None = None,
+    ) -> ExtractionReport:
+        """Facts from the namespace's active traces (created at or after `since`), asked
+        of an LLM in batches of `policy.extraction_batch_size` and written with
+        `remember(..., source=<trace id>)` at the trace's time. Off the hot path; a re-run
+        changes nothing (a source that already said a fact is a replay). See
+        core/extraction.py for the prompt, the validation and the retries."""
+        ns = self._ns(namespace)
+        start = utc(since) if since is not None else None
+        traces = [
+            m
+            for m in self.store.scan(ns, statuses=[Status.ACTIVE], tiers=[Tier.TRACE])
+            if start is None or m.created_at >= start
+        ]
+        traces.sort(key=lambda m: (m.created_at, m.id))
+        report = ExtractionReport(traces=len(traces))
+        size = self.policy.extraction_batch_size
+        for i in range(0, len(traces), size):
+            chunk = traces[i : i + size]
+            batch = extract_from_traces(chunk, synthesizer, self.policy)
+            report.add(batch)
+            when = {t.id: t.created_at for t in chunk}
+            for f in batch.facts:
+                report.memories.append(
+                    self.remember(
+                        f.subject, f.predicate, f.object,
+                        namespace=ns, source=f.trace_id, at=when[f.trace_id],
+                    )
+                )
+        return report
+
     # ------------------------------------------------------------------ deletion
 
     def forget(self, *memory_ids: str, namespace: str | None = None) -> int:
-        """Real deletion, for privacy: the records, their edges, lexical entries and vectors."""
+        """Real deletion, for privacy: the records, their edges, lexical entries and vectors,
+        and every synthesis derived from them (its other members become active again;
+        core/eviction.py). Returns the number of records deleted, cascade included."""
         ns = self._ns(namespace)
         ids = [i for i in memory_ids if isinstance(i, str) and i]
         if not ids:
             return 0
-        n = self.store.delete(ns, ids)
-        self.vectors.delete(ns, ids)
-        return n
+        return eviction.forget_cascade(self, ns, ids).deleted
+
+    def gc(
+        self,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> eviction.GcReport:
+        """Delete archived memories decayed below `policy.gc_salience`, except
+        retention-exempt ones (core/eviction.py). `namespace=None`: every namespace."""
+        return eviction.gc(self, namespace, dry_run=dry_run, progress=progress)
 
     def forget_namespace(self, namespace: str) -> int:
         """Delete everything a namespace holds (a user's right to erasure)."""
@@ -991,6 +1046,7 @@ class MemoryEngine:
     aobserve = _to_thread(observe)
     aobserve_many = _to_thread(observe_many)
     aremember = _to_thread(remember)
+    aextract_facts = _to_thread(extract_facts)
     aconfirm = _to_thread(confirm)
     apin = _to_thread(pin)
     aget = _to_thread(get)
@@ -998,6 +1054,7 @@ class MemoryEngine:
     ahistory = _to_thread(history)
     aforget = _to_thread(forget)
     aforget_namespace = _to_thread(forget_namespace)
+    agc = _to_thread(gc)
     astats = _to_thread(stats)
     arepair = _to_thread(repair)
 

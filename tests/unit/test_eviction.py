@@ -1,0 +1,220 @@
+"""Forget cascade and GC on in-memory ports, with numbers computed by hand.
+
+Decay at importance 0.5 (between the 0.3 and 0.8 thresholds, so lambda is not scaled),
+episodic half-life 14 d: S(t) = 0.5 * 2^(-t / 14). It crosses
+- evict_salience 0.15 at t = 14 * log2(0.5 / 0.15) = 14 * 1.736966 = 24.3175 d,
+- gc_salience 0.01 at t = 14 * log2(0.5 / 0.01) = 14 * 5.643856 = 79.0140 d.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from reverie.core import Memory, Status, Tier
+from reverie.core.engine import MemoryEngine
+from reverie.core.eviction import derived_closure
+from reverie.core.models import Edge, EdgeType, Kind
+from reverie.core.ports import WriteBatch
+from reverie.core.scoring import decay_score
+from tests.unit.conftest import T0
+
+EVICT_DAYS = 14 * math.log2(0.5 / 0.15)
+GC_DAYS = 14 * math.log2(0.5 / 0.01)
+
+
+def clock(engine: MemoryEngine) -> Any:
+    return engine.clock
+
+
+def synthesize_by_hand(
+    engine: MemoryEngine, members: Sequence[Memory], *, archive_members: bool = False
+) -> Memory:
+    """A synthesis node as the cycle writes one: union of sources, derived_from, members
+    consolidated into it (the cycle's own tests cover how it gets there)."""
+    ns = engine.default_namespace
+    node = Memory(
+        id=engine._new_id(),
+        namespace=ns,
+        kind=Kind.SEMANTIC,
+        tier=Tier.SYNTHESIS,
+        text=" / ".join(m.text for m in members),
+        created_at=engine.clock.now(),
+        importance=max(m.importance for m in members),
+        sources=frozenset().union(*(m.sources for m in members)),
+        derived_from=frozenset(m.id for m in members),
+    )
+    status = Status.ARCHIVED if archive_members else Status.CONSOLIDATED
+    fresh = [engine.get(m.id) for m in members]
+    puts = (node, *(m.evolve(status=status, consolidated_into=node.id) for m in fresh))
+    engine.store.commit(
+        WriteBatch(ns, puts, (Edge(node.id, fresh[0].id, EdgeType.DERIVED_FROM, 1.0),))
+    )
+    engine._index(ns, [(node, engine._embed([node.text])[0])], list(puts[1:]))
+    return node
+
+
+def test_decay_crosses_the_thresholds_at_the_hand_computed_days(engine: MemoryEngine) -> None:
+    m = engine.observe("an episode", importance=0.5)
+    at = T0 + timedelta(days=24.3175)
+    assert decay_score(m, at, engine.policy) == pytest.approx(0.15, abs=1e-6)
+    at = T0 + timedelta(days=79.0140)
+    assert decay_score(m, at, engine.policy) == pytest.approx(0.01, abs=1e-6)
+
+
+def test_forget_a_member_deletes_the_synthesis_and_restores_the_others(
+    engine: MemoryEngine,
+) -> None:
+    a = engine.observe("my passport number is X1234567", importance=0.5)
+    b = engine.observe("I renewed my passport in Lisbon", importance=0.5)
+    c = engine.observe("the passport office was slow", importance=0.5)
+    node = synthesize_by_hand(engine, [a, b, c])
+    assert {h.id for h in engine.recall("passport number", k=5)} == {node.id}
+
+    n = engine.forget(a.id)
+
+    assert n == 2  # the memory and the synthesis that repeated its text
+    ids = {m.id for m in engine.memories()}
+    assert ids == {b.id, c.id}
+    for m in (engine.get(b.id), engine.get(c.id)):
+        assert m.status is Status.ACTIVE and m.consolidated_into is None
+    assert node.id not in engine.vectors.ids(engine.default_namespace)
+    assert engine.store.edges(engine.default_namespace, [node.id]) == []
+    found = engine.recall("passport number X1234567", k=5, include_history=True)
+    assert all("X1234567" not in h.text for h in found)
+    assert all("X1234567" not in str(rec) for rec in engine.export())
+
+
+def test_forget_cascades_through_a_synthesis_of_syntheses(engine: MemoryEngine) -> None:
+    a = engine.observe("alpha secret one")
+    b = engine.observe("beta public two")
+    c = engine.observe("gamma public three")
+    d = engine.observe("delta public four")
+    low = synthesize_by_hand(engine, [a, b])
+    other = synthesize_by_hand(engine, [c, d])
+    top = synthesize_by_hand(engine, [engine.get(low.id), engine.get(other.id)])
+    assert derived_closure(engine.store, engine.default_namespace, [a.id]) == {low.id, top.id}
+
+    engine.forget(a.id)
+
+    left = {m.id: m for m in engine.memories()}
+    assert set(left) == {b.id, c.id, d.id, other.id}
+    assert left[b.id].status is Status.ACTIVE  # member of the deleted low node
+    assert left[other.id].status is Status.ACTIVE  # member of the deleted top node
+    assert left[c.id].consolidated_into == other.id  # untouched: its node survives
+    assert all("secret" not in m.text for m in left.values())
+
+
+def test_forget_an_archived_member_restores_archived_siblings_to_active(
+    engine: MemoryEngine,
+) -> None:
+    a = engine.observe("the door code is 4711")
+    b = engine.observe("the door is painted green")
+    synthesize_by_hand(engine, [a, b], archive_members=True)
+    engine.forget(a.id)
+    assert engine.get(b.id).status is Status.ACTIVE
+
+
+def test_restored_member_with_an_active_twin_is_archived_not_duplicated(
+    engine: MemoryEngine,
+) -> None:
+    a = engine.observe("secret thing")
+    b = engine.observe("I like tea")
+    synthesize_by_hand(engine, [a, b])
+    twin = engine.observe("I like tea")  # said again after b was consolidated
+    assert twin.id != b.id
+    engine.forget(a.id)
+    assert engine.get(b.id).status is Status.ARCHIVED
+    assert engine.get(b.id).consolidated_into is None
+    assert engine.get(twin.id).status is Status.ACTIVE
+
+
+def test_forget_without_syntheses_is_plain_deletion(engine: MemoryEngine) -> None:
+    a = engine.observe("one thing")
+    b = engine.observe("another thing")
+    assert engine.forget(a.id, "no-such-id") == 1
+    assert [m.id for m in engine.memories()] == [b.id]
+
+
+def test_forget_in_one_namespace_leaves_another_alone(engine: MemoryEngine) -> None:
+    a = engine.observe("shared words here")
+    b = engine.observe("more shared words")
+    node = synthesize_by_hand(engine, [a, b])
+    other = engine.observe("shared words here", namespace="other")
+    assert engine.forget(a.id, namespace="other") == 0
+    assert engine.get(node.id).tier is Tier.SYNTHESIS
+    assert engine.get(other.id, namespace="other").is_active
+
+
+# ---------------------------------------------------------------------------- GC
+
+
+def _archive(engine: MemoryEngine, m: Memory, **changes: Any) -> Memory:
+    cur = engine.get(m.id)
+    nxt = cur.evolve(status=Status.ARCHIVED, **changes)
+    engine.store.commit(WriteBatch(engine.default_namespace, (nxt,)))
+    return nxt
+
+
+def test_gc_deletes_archived_memories_exactly_when_they_cross_0_01(
+    engine: MemoryEngine,
+) -> None:
+    old = _archive(engine, engine.observe("a faded episode", importance=0.5))
+    exempt = _archive(
+        engine, engine.observe("a compliance record", importance=0.5), retention_exempt=True
+    )
+    live = engine.observe("an active episode", importance=0.5)  # decayed, but not archived
+
+    clock(engine).set(T0 + timedelta(days=GC_DAYS - 0.01))
+    assert decay_score(engine.get(old.id), engine.clock.now(), engine.policy) > 0.01
+    early = engine.gc()
+    assert early.deleted == 0 and early.kept_exempt == 0
+
+    clock(engine).advance(days=0.02)
+    assert decay_score(engine.get(old.id), engine.clock.now(), engine.policy) < 0.01
+    preview = engine.gc(dry_run=True)
+    assert preview.deleted == 1 and preview.deleted_ids == [old.id]
+    assert engine.get(old.id).status is Status.ARCHIVED  # a dry run writes nothing
+
+    report = engine.gc()
+    assert report.deleted == 1 and report.kept_exempt == 1
+    assert {m.id for m in engine.memories()} == {exempt.id, live.id}
+    assert old.id not in engine.vectors.ids(engine.default_namespace)
+
+
+def test_gc_repoints_members_of_a_deleted_synthesis_to_the_node_above(
+    engine: MemoryEngine,
+) -> None:
+    a = engine.observe("apples are red", importance=0.5)
+    b = engine.observe("apples are sweet", importance=0.5)
+    c = engine.observe("pears are green", importance=0.5)
+    low = synthesize_by_hand(engine, [a, b])
+    top = synthesize_by_hand(engine, [engine.get(low.id), c], archive_members=True)
+    lone = synthesize_by_hand(engine, [engine.observe("x y"), engine.observe("z w")])
+    _archive(engine, lone)
+    clock(engine).advance(days=10 * GC_DAYS)  # semantic, 90 d half-life: far below 0.01
+
+    report = engine.gc()
+
+    assert low.id in report.deleted_ids
+    assert lone.id not in report.deleted_ids  # its members' only text: kept
+    assert engine.get(a.id).consolidated_into == top.id
+    assert engine.get(b.id).consolidated_into == top.id
+    # forgetting a re-pointed member still removes the node that holds its text
+    engine.forget(a.id)
+    assert engine.store.get(engine.default_namespace, top.id) is None
+
+
+def test_gc_finishes_an_interrupted_forget(engine: MemoryEngine) -> None:
+    a = engine.observe("first")
+    b = engine.observe("second")
+    node = synthesize_by_hand(engine, [a, b])
+    engine.store.delete(engine.default_namespace, [node.id])  # crash after the delete
+    assert engine.get(a.id).status is Status.CONSOLIDATED
+    report = engine.gc()
+    assert report.orphans_restored == 2
+    assert engine.get(a.id).status is Status.ACTIVE and engine.get(a.id).consolidated_into is None
