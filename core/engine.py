@@ -23,7 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from . import eviction
+from . import consolidation, eviction
 from .clock import SystemClock, utc
 from .codec import FORMAT_VERSION, edge_from_dict, edge_to_dict, memory_from_dict, memory_to_dict
 from .errors import (
@@ -191,6 +191,7 @@ class MemoryEngine:
         token_counter: TokenCounter | None = None,
         id_factory: Callable[[], str] = new_id,
         check_embedder: bool = True,
+        synthesizer: Synthesizer | None = None,
     ) -> None:
         self.store = store
         self.lexical = lexical
@@ -202,6 +203,10 @@ class MemoryEngine:
         self.token_counter = token_counter
         self._new_id = id_factory
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reverie-recall")
+        # the REM cycle: the LLM behind synthesis (None: the extractive synthesizer), and
+        # the importance of recent retrievals that the weak-retrievals trigger watches
+        self.synthesizer = synthesizer
+        self._retrievals = consolidation.RetrievalLog(policy.trigger_retrieval_window)
         if check_embedder:  # off only to re-embed a store after a model change
             self._check_embedder()
 
@@ -711,6 +716,8 @@ class MemoryEngine:
         if token_budget is not None:
             assert self.token_counter is not None
             hits, tokens = pack(hits, token_budget, render_hit, self.token_counter)
+        if as_of is None and hits:
+            self._retrievals.note(ns, [h.explanation.importance for h in hits])
         if reinforce and as_of is None and hits:
             self.store.touch(ns, [h.id for h in hits], now, self.policy.access_window)
         return RecallResult(query, tuple(hits), tokens)
@@ -820,6 +827,59 @@ class MemoryEngine:
                     )
                 )
         return report
+
+    # ------------------------------------------------------------------ consolidation (REM)
+
+    def consolidate(
+        self,
+        namespace: str | None = None,
+        *,
+        synthesizer: Synthesizer | None = None,
+        strategy: str | None = None,
+        dry_run: bool = False,
+        max_workers: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        kill_hook: Callable[[str], None] | None = None,
+    ) -> consolidation.ConsolidationReport:
+        """One REM cycle (core/consolidation.py): weak memories are clustered and each
+        cluster becomes one synthesis node; members are retired, never deleted. Holds the
+        namespace's maintenance lock; crash-safe and idempotent. `synthesizer` overrides
+        the engine's (None for both: the extractive synthesizer, no LLM). `dry_run`
+        returns the clusters and previews and writes nothing."""
+        ns = self._ns(namespace)
+
+        def index_nodes(nodes: Sequence[Memory], retired: Sequence[Memory]) -> None:
+            vecs = self._embed_memories(nodes)
+            self._index(ns, list(zip(nodes, vecs, strict=True)), retired)
+
+        deps = consolidation.CycleDeps(
+            self.store, self.policy, self.clock.now(), self._embed_memories, index_nodes
+        )
+        return consolidation.run_cycle(
+            deps,
+            ns,
+            synthesizer=synthesizer if synthesizer is not None else self.synthesizer,
+            strategy=strategy or consolidation.DEFAULT_STRATEGY,
+            dry_run=dry_run,
+            max_workers=max_workers,
+            progress=progress,
+            kill_hook=kill_hook,
+        )
+
+    def maintenance_due(self, namespace: str | None = None) -> list[consolidation.Trigger]:
+        """The maintenance triggers that fire now, each saying which and why (empty: none).
+        See `consolidation.due_triggers` for the five signals."""
+        ns = self._ns(namespace)
+        return consolidation.check_triggers(
+            self.store, self.vectors, ns, self.clock.now(), self.policy,
+            self._retrievals.recent(ns), self._embed_memories,
+        )
+
+    def _embed_memories(self, memories: Sequence[Memory]) -> Vector:
+        texts = [m.text for m in memories]
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return np.concatenate([self._embed(texts[i : i + 256]) for i in range(0, len(texts), 256)])
 
     # ------------------------------------------------------------------ deletion
 
@@ -1051,6 +1111,8 @@ class MemoryEngine:
     apin = _to_thread(pin)
     aget = _to_thread(get)
     arecall = _to_thread(recall)
+    aconsolidate = _to_thread(consolidate)
+    amaintenance_due = _to_thread(maintenance_due)
     ahistory = _to_thread(history)
     aforget = _to_thread(forget)
     aforget_namespace = _to_thread(forget_namespace)

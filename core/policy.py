@@ -101,6 +101,12 @@ class Policy:
     evict_salience: float = 0.15
     gc_salience: float = 0.01
     hard_cap_per_namespace: int = 100_000
+    # --- the REM cycle's own machinery (core/consolidation.py)
+    synthesis_max_workers: int = 4  # concurrent LLM calls; an LLM call is slow, 200 clusters
+    synthesis_retries: int = 2  # re-asks after an unusable answer, before the extractive fallback
+    consolidation_lock_seconds: float = 900.0  # lease on the namespace during a cycle
+    trigger_retrieval_window: int = 50  # recent top-k retrievals whose mean importance is watched
+    trigger_duplicate_sample: int = 20  # newest memories checked for near-duplicates
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -134,6 +140,7 @@ class Policy:
             "centrality_saturation", "crystal_min_sources", "max_text_chars", "candidate_pool",
             "cluster_knn", "cluster_max_size", "cluster_hdbscan_min_cluster_size",
             "cluster_hdbscan_min_samples", "cluster_recomb_radius", "cluster_recomb_weight_floor",
+            "synthesis_max_workers", "trigger_retrieval_window", "trigger_duplicate_sample",
         ]:
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
