@@ -904,6 +904,21 @@ class MemoryEngine:
         retention-exempt ones (core/eviction.py). `namespace=None`: every namespace."""
         return eviction.gc(self, namespace, dry_run=dry_run, progress=progress)
 
+    def sweep(
+        self,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int], None] | None = None,
+        synthesizer: Synthesizer | None = None,
+    ) -> eviction.SweepReport:
+        """Distil, then archive, memories decayed below `policy.evict_salience`; over the
+        hard cap, merge first and archive the lowest scores (core/eviction.py).
+        `namespace=None`: every namespace."""
+        return eviction.sweep(
+            self, namespace, dry_run=dry_run, progress=progress, synthesizer=synthesizer
+        )
+
     def forget_namespace(self, namespace: str) -> int:
         """Delete everything a namespace holds (a user's right to erasure)."""
         ns = validate_namespace(namespace)
@@ -1117,6 +1132,7 @@ class MemoryEngine:
     aforget = _to_thread(forget)
     aforget_namespace = _to_thread(forget_namespace)
     agc = _to_thread(gc)
+    asweep = _to_thread(sweep)
     astats = _to_thread(stats)
     arepair = _to_thread(repair)
 

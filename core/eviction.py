@@ -27,8 +27,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from .clustering import DEFAULT_STRATEGY, ClusterInput, make_clusterer
+from .consolidation import PLAN_KEY, ClusterStale, commit_group, synthesize_all
 from .models import Memory, Status, Tier
-from .ports import RecordStore, WriteBatch
+from .ports import RecordStore, Synthesizer, Vector, WriteBatch
 from .scoring import decay_score, never_decays
 from .text import content_hash
 
@@ -106,6 +110,7 @@ def forget_cascade(engine: MemoryEngine, namespace: str, ids: Sequence[str]) -> 
     survivors -= doomed
     deleted = store.delete(namespace, sorted(doomed))
     engine.vectors.delete(namespace, sorted(doomed))
+    _scrub_plan(store, namespace, doomed)
     restored, archived = restore_orphans(engine, namespace, survivors)
     return ForgetReport(
         requested=tuple(wanted),
@@ -114,6 +119,19 @@ def forget_cascade(engine: MemoryEngine, namespace: str, ids: Sequence[str]) -> 
         restored=tuple(restored),
         archived=tuple(archived),
     )
+
+
+def _scrub_plan(store: RecordStore, namespace: str, doomed: set[str]) -> None:
+    """The cycle journals each planned cluster with its synthesis text (to roll an
+    interrupted cycle forward). A cluster that drew on a deleted memory leaves the plan:
+    its text must not survive there, nor be written back by a resumed cycle."""
+    plan = store.journal_get(namespace, PLAN_KEY)
+    if plan is None:
+        return
+    clusters = list(plan.get("clusters", []))
+    kept = [c for c in clusters if not doomed.intersection(map(str, c.get("members", [])))]
+    if len(kept) != len(clusters):
+        store.journal_put(namespace, PLAN_KEY, {**plan, "clusters": kept})
 
 
 def restore_orphans(
@@ -300,3 +318,209 @@ def _live_heir(
             return cur
         cur = m.consolidated_into
     return None
+
+
+# ---------------------------------------------------------------------------- sweep
+
+
+@dataclass(slots=True)
+class SweepReport:
+    """What a sweep found and (unless `dry_run`) did.
+
+    `groups` lists the member ids of each synthesis written (or, in a dry run, that
+    would be written); `kept_lone` are candidates left active because nothing decayed
+    near them to distil them with (they wait for the next sweep)."""
+
+    dry_run: bool
+    namespaces: int = 0
+    examined: int = 0
+    candidates: int = 0
+    syntheses: int = 0
+    archived: int = 0
+    kept_lone: int = 0
+    evicted_by_cap: int = 0
+    cap_consolidated: bool = False
+    fallbacks: int = 0
+    groups: list[list[str]] = field(default_factory=list)
+    per_namespace: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def sweep_candidate(memory: Memory, now: datetime, engine: MemoryEngine) -> bool:
+    """Active, decays (not a crystal, not pinned), not a synthesis, decayed below
+    `evict_salience`. Retention-exempt memories are swept like any other: archiving
+    keeps them (and GC never deletes them); the hold is on deletion, not on leaving the
+    active set. A synthesis is already the distilled form: archiving it would take its
+    members' only active text out of recall, so it stays (the hard cap can still evict
+    it)."""
+    return (
+        memory.is_active
+        and memory.tier is not Tier.SYNTHESIS
+        and not never_decays(memory)
+        and decay_score(memory, now, engine.policy) < engine.policy.evict_salience
+    )
+
+
+def group_candidates(
+    engine: MemoryEngine, candidates: Sequence[Memory], vectors: Vector | None
+) -> tuple[list[list[Memory]], list[Memory]]:
+    """Groups to distil: first by meaning (the cycle's default clusterer over the
+    candidates' vectors), then the rest in time order, in near-equal runs of at most
+    `cluster_max_size`, so that a day's decayed small talk becomes one digest. Only
+    a single leftover candidate stays alone."""
+    if not candidates:
+        return [], []
+    ordered = sorted(candidates, key=lambda m: (m.created_at, m.id))
+    groups: list[list[Memory]] = []
+    if len(candidates) >= 2 and vectors is not None:
+        items = ClusterInput(
+            ids=[m.id for m in candidates],
+            vectors=vectors,
+            importance=np.array([m.importance for m in candidates], dtype=np.float64),
+            entities=[m.entities for m in candidates],
+        )
+        for g in make_clusterer(DEFAULT_STRATEGY)(items, engine.policy):
+            groups.append(sorted((candidates[i] for i in g), key=lambda m: (m.created_at, m.id)))
+    grouped = {m.id for g in groups for m in g}
+    rest = [m for m in ordered if m.id not in grouped]
+    cap = max(2, engine.policy.cluster_max_size)
+    if len(rest) >= 2:
+        runs = -(-len(rest) // cap)  # ceil
+        size, extra = divmod(len(rest), runs)
+        start = 0
+        for r in range(runs):
+            end = start + size + (1 if r < extra else 0)
+            groups.append(rest[start:end])
+            start = end
+        rest = []
+    return groups, rest
+
+
+def sweep(
+    engine: MemoryEngine,
+    namespace: str | None = None,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+    synthesizer: Synthesizer | None = None,
+) -> SweepReport:
+    """Distil, then archive, memories whose decayed salience fell below
+    `policy.evict_salience` (0.15); crystals and pinned memories are never swept.
+
+    Each group is synthesized and written as one synthesis node with the cycle's own
+    journaled `commit_group`, then its members are archived (they keep
+    `consolidated_into`, so the forget cascade and GC can follow them). A namespace over
+    `policy.hard_cap_per_namespace` active memories is then merged first (one
+    consolidation cycle) and, if still over, its lowest-salience memories are archived
+    as they are until it fits."""
+    report = SweepReport(dry_run=dry_run)
+    spaces = [engine._ns(namespace)] if namespace is not None else engine.store.namespaces()
+    for ns in spaces:
+        report.per_namespace[ns] = _sweep_namespace(
+            engine, ns, dry_run, progress, synthesizer, report
+        )
+        report.namespaces += 1
+    return report
+
+
+def _sweep_namespace(
+    engine: MemoryEngine,
+    ns: str,
+    dry_run: bool,
+    progress: Callable[[int], None] | None,
+    synthesizer: Synthesizer | None,
+    report: SweepReport,
+) -> dict[str, int]:
+    store = engine.store
+    now = engine.clock.now()
+    stats = {"examined": 0, "candidates": 0, "syntheses": 0, "archived": 0, "kept_lone": 0,
+             "evicted_by_cap": 0, "fallbacks": 0}
+    active = list(store.scan(ns, statuses=[Status.ACTIVE]))
+    stats["examined"] = len(active)
+    candidates = [m for m in active if sweep_candidate(m, now, engine)]
+    stats["candidates"] = len(candidates)
+    vectors = engine._embed_memories(candidates) if len(candidates) >= 2 else None
+    groups, lone = group_candidates(engine, candidates, vectors)
+    stats["kept_lone"] = len(lone)
+    report.groups.extend([m.id for m in g] for g in groups)
+    if dry_run:
+        stats["syntheses"] = len(groups)
+        stats["archived"] = sum(len(g) for g in groups)
+    elif groups:
+        syn = synthesizer if synthesizer is not None else getattr(engine, "synthesizer", None)
+        results = synthesize_all(groups, syn, engine.policy)
+        with store.lock(ns, engine.policy.consolidation_lock_seconds):
+            for g, result in zip(groups, results, strict=True):
+                try:
+                    node = commit_group(
+                        store, ns, g, result.payload, engine.clock.now(), engine.policy,
+                        synthesizer=result.synthesizer,
+                    )
+                except ClusterStale:  # a member changed meanwhile: leave the group alone
+                    continue
+                archived = _archive_members(engine, ns, node)
+                engine._index(ns, [(node, engine._embed_memories([node])[0])], archived)
+                stats["syntheses"] += 1
+                stats["archived"] += len(archived)
+                stats["fallbacks"] += int(result.fell_back)
+                if progress is not None:
+                    progress(len(g))
+    active_left = len(active) - stats["archived"] + stats["syntheses"]
+    if active_left > engine.policy.hard_cap_per_namespace:
+        stats["evicted_by_cap"] = _enforce_cap(engine, ns, dry_run, active_left, report)
+    for k, v in stats.items():
+        setattr(report, k, getattr(report, k) + v)
+    return stats
+
+
+def _archive_members(engine: MemoryEngine, ns: str, node: Memory) -> list[Memory]:
+    """The members the node now stands for leave the active set as `archived`, keeping
+    `consolidated_into` (so forget and GC can follow them to the node)."""
+    store = engine.store
+
+    def attempt() -> list[Memory]:
+        cur = store.get_many(ns, sorted(node.derived_from))
+        puts = tuple(
+            m.evolve(status=Status.ARCHIVED, updated_at=engine.clock.now())
+            for m in cur.values()
+            if m.status is Status.CONSOLIDATED and m.consolidated_into == node.id
+        )
+        if puts:
+            store.commit(WriteBatch(ns, puts))
+        return list(puts)
+
+    return engine._retrying(attempt)
+
+
+def _enforce_cap(
+    engine: MemoryEngine, ns: str, dry_run: bool, active: int, report: SweepReport
+) -> int:
+    """Merge first (a consolidation cycle), then archive the lowest decay scores."""
+    cap = engine.policy.hard_cap_per_namespace
+    consolidate = getattr(engine, "consolidate", None)
+    if not dry_run and consolidate is not None:
+        consolidate(ns)
+        report.cap_consolidated = True
+    now = engine.clock.now()
+    active_now = list(engine.store.scan(ns, statuses=[Status.ACTIVE]))
+    over = len(active_now) - cap if not dry_run else active - cap
+    if over <= 0:
+        return 0
+    evictable = sorted(
+        (m for m in active_now if not never_decays(m)),
+        key=lambda m: (decay_score(m, now, engine.policy), m.created_at, m.id),
+    )[:over]
+    if dry_run or not evictable:
+        return len(evictable)
+
+    def archive() -> list[Memory]:
+        cur = engine.store.get_many(ns, [m.id for m in evictable])
+        puts = tuple(
+            m.evolve(status=Status.ARCHIVED, updated_at=now)
+            for m in cur.values() if m.is_active
+        )
+        engine.store.commit(WriteBatch(ns, puts))
+        return list(puts)
+
+    done = engine._retrying(archive)
+    engine._index(ns, [], done)
+    return len(done)

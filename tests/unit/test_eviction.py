@@ -218,3 +218,111 @@ def test_gc_finishes_an_interrupted_forget(engine: MemoryEngine) -> None:
     report = engine.gc()
     assert report.orphans_restored == 2
     assert engine.get(a.id).status is Status.ACTIVE and engine.get(a.id).consolidated_into is None
+
+
+# ---------------------------------------------------------------------------- sweep
+
+
+def _active(engine: MemoryEngine) -> set[str]:
+    return {m.id for m in engine.memories(statuses=[Status.ACTIVE])}
+
+
+def test_sweep_distils_exactly_when_salience_crosses_0_15(engine: MemoryEngine) -> None:
+    a = engine.observe("we talked about the weather in Oslo", importance=0.5)
+    b = engine.observe("the user had soup for lunch", importance=0.5)
+    c = engine.observe("the meeting moved to Thursday", importance=0.5)
+    crystal = engine.confirm(engine.observe("my name is Dana", importance=0.5).id)
+    pinned = engine.pin(engine.observe("call me by my first name", importance=0.5).id)
+
+    clock(engine).set(T0 + timedelta(days=EVICT_DAYS - 0.01))
+    assert engine.sweep().candidates == 0
+
+    clock(engine).set(T0 + timedelta(days=EVICT_DAYS + 0.01))
+    report = engine.sweep()
+
+    assert report.candidates == 3 and report.syntheses == 1 and report.archived == 3
+    assert report.kept_lone == 0 and report.evicted_by_cap == 0
+    (node,) = engine.memories(tiers=[Tier.SYNTHESIS])
+    assert node.derived_from == {a.id, b.id, c.id}
+    assert node.sources == a.sources | b.sources | c.sources
+    for m in (a, b, c):
+        swept = engine.get(m.id)
+        assert swept.status is Status.ARCHIVED and swept.consolidated_into == node.id
+        assert m.text in node.text  # extractive: distilled, nothing lost
+    assert _active(engine) == {node.id, crystal.id, pinned.id}
+    assert [sorted(g) for g in report.groups] == [sorted([a.id, b.id, c.id])]
+    # recall finds the content through the synthesis
+    assert engine.recall("soup for lunch", k=1)[0].id == node.id
+    # a second sweep right away changes nothing (the node is fresh; syntheses are not swept)
+    again = engine.sweep()
+    assert again.candidates == 0 and again.syntheses == 0
+
+
+def test_sweep_dry_run_writes_nothing(engine: MemoryEngine) -> None:
+    for text in ("first faded thing", "second faded thing", "third faded thing"):
+        engine.observe(text, importance=0.5)
+    clock(engine).advance(days=30)
+    before = list(engine.export())
+    preview = engine.sweep(dry_run=True)
+    assert preview.dry_run and preview.syntheses == 1 and preview.archived == 3
+    assert list(engine.export()) == before
+    assert engine.gc(dry_run=True).deleted == 0
+    assert list(engine.export()) == before
+
+
+def test_a_lone_decayed_memory_stays_active_until_it_has_company(engine: MemoryEngine) -> None:
+    lone = engine.observe("a single old remark", importance=0.5)
+    clock(engine).advance(days=30)
+    fresh = engine.observe("a newer remark", importance=0.5)
+    report = engine.sweep()
+    assert report.candidates == 1 and report.kept_lone == 1 and report.syntheses == 0
+    assert _active(engine) == {lone.id, fresh.id}
+    clock(engine).advance(days=30)
+    report = engine.sweep()
+    assert report.syntheses == 1 and engine.get(lone.id).status is Status.ARCHIVED
+
+
+def test_retention_exempt_is_archived_by_sweep_but_never_deleted_by_gc(
+    engine: MemoryEngine,
+) -> None:
+    held = engine.observe("invoice 42 was paid", importance=0.5)
+    engine.store.commit(
+        WriteBatch(engine.default_namespace, (engine.get(held.id).evolve(retention_exempt=True),))
+    )
+    other = engine.observe("the printer jammed", importance=0.5)
+    clock(engine).advance(days=30)
+    engine.sweep()
+    assert engine.get(held.id).status is Status.ARCHIVED
+    clock(engine).advance(days=365)
+    report = engine.gc()
+    assert report.deleted_ids == [other.id] and report.kept_exempt == 1
+    assert engine.get(held.id).status is Status.ARCHIVED
+
+
+def test_hard_cap_merges_first_then_archives_the_lowest_scores(engine: MemoryEngine) -> None:
+    engine.policy = engine.policy.replace(hard_cap_per_namespace=3)
+    mems = [
+        engine.observe(f"distinct topic number {w}", importance=imp)
+        for w, imp in (("one", 0.35), ("two", 0.4), ("three", 0.5), ("four", 0.6), ("five", 0.7))
+    ]
+    clock(engine).advance(days=1)  # nothing is below 0.15 yet: only the cap acts
+    preview = engine.sweep(dry_run=True)
+    assert preview.candidates == 0 and preview.evicted_by_cap == 2
+    report = engine.sweep()
+    assert report.cap_consolidated and report.evicted_by_cap == 2
+    assert _active(engine) == {m.id for m in mems[2:]}
+    assert {engine.get(m.id).status for m in mems[:2]} == {Status.ARCHIVED}
+
+
+def test_forget_a_swept_member_drops_the_digest_and_revives_its_siblings(
+    engine: MemoryEngine,
+) -> None:
+    a = engine.observe("my bank PIN is 9182", importance=0.5)
+    b = engine.observe("the bank opens at nine", importance=0.5)
+    clock(engine).advance(days=30)
+    engine.sweep()
+    (node,) = engine.memories(tiers=[Tier.SYNTHESIS])
+    engine.forget(a.id)
+    assert engine.store.get(engine.default_namespace, node.id) is None
+    assert engine.get(b.id).status is Status.ACTIVE
+    assert all("9182" not in str(r) for r in engine.export())
