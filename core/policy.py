@@ -60,6 +60,7 @@ class Policy:
     correction_similarity: float = 0.55  # a correction supersedes a trace at least this similar
     entity_link_limit: int = 3  # entity edges to the most recent memories sharing an entity
     max_text_chars: int = 8000
+    extraction_batch_size: int = 8  # traces per LLM call of the fact extractor (off the hot path)
 
     # --- retrieval
     # final = alpha * relevance + (1 - alpha) * decay. The seed had 0.7; on LoCoMo (months
@@ -138,6 +139,7 @@ class Policy:
             "half_life_episodic_days", "half_life_semantic_days", "half_life_procedural_days",
             "access_window", "frequency_window_days", "frequency_saturation",
             "centrality_saturation", "crystal_min_sources", "max_text_chars", "candidate_pool",
+            "extraction_batch_size",
             "cluster_knn", "cluster_max_size", "cluster_hdbscan_min_cluster_size",
             "cluster_hdbscan_min_samples", "cluster_recomb_radius", "cluster_recomb_weight_floor",
             "synthesis_max_workers", "trigger_retrieval_window", "trigger_duplicate_sample",

@@ -1,0 +1,106 @@
+"""reverie as a LangChain retriever: decay-aware recall behind `BaseRetriever`.
+
+A chain or agent that already takes a retriever gets reverie's ranking (relevance
+blended with decay, supersession, graph expansion) without knowing it is there; each
+`Document` says in its metadata which memory it is and why it ranked, so a chain can
+cite sources or drop faded memories itself.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from reverie.core.errors import MissingExtra
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from pydantic import ConfigDict
+except ImportError as e:  # pragma: no cover - exercised in a subprocess test
+    raise MissingExtra("reverie.adapters.langchain_retriever", "langchain") from e
+
+from reverie.core.engine import Hit, MemoryEngine, RecallResult
+
+__all__ = ["ReverieRetriever", "hit_metadata", "hit_to_document"]
+
+
+def hit_metadata(hit: Hit) -> dict[str, Any]:
+    """Plain JSON-ready metadata: what the memory is, where it came from, why it ranked."""
+    m = hit.memory
+    meta: dict[str, Any] = {
+        "id": m.id,
+        "namespace": m.namespace,
+        "kind": m.kind.value,
+        "tier": m.tier.value,
+        "status": m.status.value,
+        "sources": sorted(m.sources),
+        "score": round(hit.score, 6),
+        "explanation": hit.explanation.as_dict(),
+        "created_at": m.created_at.isoformat(),
+        "confidence": m.confidence,
+        "importance": m.importance,
+    }
+    if m.fact is not None:
+        meta["fact"] = {
+            "subject": m.fact.subject,
+            "predicate": m.fact.predicate,
+            "object": m.fact.object,
+        }
+    if m.valid_to is not None:
+        meta["valid_to"] = m.valid_to.isoformat()
+    return meta
+
+
+def hit_to_document(hit: Hit) -> Document:
+    return Document(page_content=hit.memory.text, metadata=hit_metadata(hit), id=hit.memory.id)
+
+
+class ReverieRetriever(BaseRetriever):
+    """Documents from a reverie namespace, best first.
+
+    `as_of` answers with what was believed at that time; `include_history` also returns
+    superseded memories; `token_budget` packs the results (needs an engine with a
+    token counter, which `open_engine` gives). Recall reinforces what it returns
+    (the memory's decay clock restarts) unless `reinforce=False`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: MemoryEngine
+    namespace: str | None = None
+    k: int = 5
+    as_of: datetime | None = None
+    include_history: bool = False
+    token_budget: int | None = None
+    reinforce: bool = True
+
+    def _recall_kwargs(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "k": self.k,
+            "as_of": self.as_of,
+            "include_history": self.include_history,
+            "token_budget": self.token_budget,
+            "reinforce": self.reinforce,
+        }
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return _documents(self.engine.recall(query, **self._recall_kwargs()))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        # the engine's async twin runs recall in a worker thread: the loop never waits
+        # on the embedder or the store
+        return _documents(await self.engine.arecall(query, **self._recall_kwargs()))
+
+
+def _documents(result: RecallResult) -> list[Document]:
+    return [hit_to_document(h) for h in result]

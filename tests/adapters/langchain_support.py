@@ -1,0 +1,42 @@
+"""Shared parts for the LangChain / LangGraph adapter tests: a real engine (SQLite file,
+embedded Chroma, the real MiniLM model loaded once per process) on a manual clock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from reverie.core import ManualClock
+from reverie.core.engine import MemoryEngine
+from reverie.integrations import open_engine
+
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+
+def real_engine(home: Path, namespace: str = "default", **kwargs: object) -> MemoryEngine:
+    return open_engine(home, clock=ManualClock(T0), namespace=namespace, **kwargs)  # type: ignore[arg-type]
+
+
+def clock(engine: MemoryEngine) -> ManualClock:
+    assert isinstance(engine.clock, ManualClock)
+    return engine.clock
+
+
+def import_without(module: str, blocked: str) -> subprocess.CompletedProcess[str]:
+    """Import `module` in a fresh interpreter where `blocked` cannot be imported."""
+    code = (
+        "import sys\n"
+        f"sys.modules[{blocked!r}] = None\n"
+        "from reverie.core.errors import MissingExtra\n"
+        "try:\n"
+        f"    import {module}\n"
+        "except MissingExtra as e:\n"
+        "    print('MissingExtra', e.extra, e)\n"
+        "else:\n"
+        "    print('imported')\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
