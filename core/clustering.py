@@ -341,7 +341,8 @@ class HdbscanClusterer:
 
 @dataclass(frozen=True, slots=True)
 class Merge:
-    """One step of the recombination: clusters `a` and `b` (as member lists) merged at `d`."""
+    """One step of the recombination: clusters `a` and `b` (sorted member tuples, `a` the one
+    with the lower first member) merged at distance `d`."""
 
     a: tuple[int, ...]
     b: tuple[int, ...]
@@ -424,7 +425,8 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
         vec[c] = merged / norm if norm > 0.0 else vec[a]
         weight[c] = wa + wb
         members[c] = members[a] + members[b]
-        merges.append(Merge(tuple(sorted(members[a])), tuple(sorted(members[b])), math.exp(d)))
+        first, second = sorted((tuple(sorted(members[a])), tuple(sorted(members[b]))))
+        merges.append(Merge(first, second, math.exp(d)))
         neighbours = (adj.pop(a) | adj.pop(b)) - {a, b}
         for nb in neighbours:
             adj[nb].discard(a)
