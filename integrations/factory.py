@@ -32,7 +32,9 @@ def default_data_dir() -> Path:
 
 
 def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
-    """A record store from a path or URL: a file path or sqlite:///path is SQLite."""
+    """A record store from a path or URL: a file path or sqlite:///path is SQLite;
+    redis://[:password@]host:port/db (rediss:// for TLS) is Redis, and
+    redis+cluster://host:port (rediss+cluster:// for TLS) a Redis Cluster."""
     from .sqlite_store import SQLiteStore
 
     if spec is None:
@@ -40,9 +42,15 @@ def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
     text = os.fspath(spec)
     if text.startswith("sqlite:///"):
         return SQLiteStore(text.removeprefix("sqlite:///") or home / "memory.db")
+    if text.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
+                        "rediss+cluster://")):
+        from .redis_store import RedisStore
+
+        return RedisStore.from_url(text)
     if "://" in text:
         raise InvalidInput(
-            f"unsupported store URL {text!r}: use a file path or sqlite:///path"
+            f"unsupported store URL {text!r}: use a file path, sqlite:///path, "
+            "redis://host:port/db, rediss://... (TLS) or redis+cluster://host:port"
         )
     return SQLiteStore(Path(text).expanduser())
 

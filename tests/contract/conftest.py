@@ -80,8 +80,38 @@ RECORD_STORES: dict[str, RecordStoreFactory] = {
 }
 
 
-@pytest.fixture(params=sorted(RECORD_STORES))
+
+def _redis_store(url: str) -> RecordStore:
+    """A RedisStore under a key prefix of its own: the session's server is shared, and the
+    prefix gives each test an empty store (its own namespace set and meta too)."""
+    from reverie.integrations.redis_store import RedisStore
+
+    return RedisStore.from_url(url, prefix=f"t{uuid.uuid4().hex[:12]}")
+
+
+def _drop_redis_store(store: RecordStore) -> None:
+    for ns in store.namespaces():
+        store.delete_namespace(ns)
+
+
+# Stores on a session server (real redis-server, real 3-master cluster): built from a
+# fixture's URL; the fixture fails loudly when the server cannot start.
+SERVER_RECORD_STORES: dict[str, Callable[[pytest.FixtureRequest], RecordStore]] = {
+    "redis": lambda req: _redis_store(req.getfixturevalue("redis_url")),
+    "redis-cluster": lambda req: _redis_store(req.getfixturevalue("redis_cluster").url),
+}
+
+
+@pytest.fixture(params=sorted(RECORD_STORES) + sorted(SERVER_RECORD_STORES))
 def record_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RecordStore]:
+    if request.param in SERVER_RECORD_STORES:
+        store = SERVER_RECORD_STORES[request.param](request)
+        try:
+            yield store
+        finally:
+            _drop_redis_store(store)
+            store.close()
+        return
     store = RECORD_STORES[request.param](tmp_path)
     try:
         yield store

@@ -1,0 +1,330 @@
+"""What a Redis write does, computed from what was read: pure functions shared by the sync
+and the asyncio store.
+
+A write runs as optimistic concurrency: WATCH the keys whose contents decide the outcome
+(the records being replaced, the text-hash sets the duplicate rule reads, the edge hash),
+read them, compute here the full list of commands (record, every secondary index, the
+lexical postings and statistics, edges), then run the list inside MULTI/EXEC. If any
+watched key changed in between, EXEC does nothing and the write is recomputed from a fresh
+read; a compare-and-set that then fails raises `ConflictError`. Either every command of a
+write is applied or none is, so record and indexes always agree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from reverie.core.clock import utc
+from reverie.core.codec import memory_from_dict, memory_to_dict
+from reverie.core.errors import ConflictError, InvalidInput, StoreCorrupt
+from reverie.core.models import Edge, EdgeType, Memory, validate_namespace
+from reverie.core.ports import WriteBatch
+from reverie.core.text import content_hash
+
+from .redis_keys import NamespaceKeys
+from .redis_lexical import term_frequencies
+
+Command = tuple[str | int | float, ...]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(ts: datetime) -> int:
+    """Exact integer microseconds (a double holds them exactly until the year 2255)."""
+    return int((utc(ts) - _EPOCH) // _MICROSECOND)
+
+
+def dumps(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidInput(
+            f"{what} must be JSON-serialisable (plain str/number/bool/list/dict): {e}"
+        ) from None
+
+
+def load_memory(raw: str | bytes, where: str) -> Memory:
+    try:
+        return memory_from_dict(json.loads(raw))
+    except (ValueError, InvalidInput) as e:
+        raise StoreCorrupt(
+            f"Redis key {where} holds an unreadable memory record ({e}); reverie did not "
+            "modify it"
+        ) from None
+
+
+def edge_field(src: str, dst: str, type_: str) -> str:
+    return json.dumps([src, dst, type_], ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_edge_field(name: str, weight: str | float) -> Edge:
+    src, dst, type_ = json.loads(name)
+    return Edge(src, dst, EdgeType(type_), float(weight))
+
+
+def is_free_text(m: Memory) -> bool:
+    return m.is_active and m.key is None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedBatch:
+    """A batch validated before any I/O, with the keys its write must watch."""
+
+    namespace: str
+    keys: NamespaceKeys
+    puts: tuple[tuple[Memory, str], ...]  # (memory, encoded record)
+    edges: tuple[Edge, ...]
+    removals: tuple[tuple[str, str, str], ...]
+    restore: bool
+    ids: tuple[str, ...]  # distinct ids of the puts, in batch order
+    new_digests: tuple[str, ...]  # text hashes the duplicate rule must check
+
+    def watch_keys(self) -> list[str]:
+        keys = [self.keys.record(i) for i in self.ids]
+        keys += [self.keys.text_hash(d) for d in self.new_digests]
+        if self.edges:
+            keys.append(self.keys.edges)
+        return keys
+
+
+def check_batch(batch: WriteBatch, prefix: str) -> CheckedBatch:
+    ns = validate_namespace(batch.namespace)
+    puts: list[tuple[Memory, str]] = []
+    for m in batch.puts:
+        if not isinstance(m, Memory):
+            raise InvalidInput(f"batch puts must be Memory objects, got {m!r}")
+        if m.namespace != ns:
+            raise InvalidInput(
+                f"memory {m.id!r} belongs to namespace {m.namespace!r} but the batch is "
+                f"for {ns!r}; a batch writes one namespace only"
+            )
+        puts.append((m, dumps(memory_to_dict(m), f"memory {m.id!r}")))
+    for e in batch.edges:
+        if not isinstance(e, Edge):
+            raise InvalidInput(f"batch edges must be Edge objects, got {e!r}")
+    try:
+        removals = tuple((src, dst, EdgeType(t).value) for src, dst, t in batch.remove_edges)
+    except ValueError as e:
+        raise InvalidInput(f"remove_edges holds an unknown edge type: {e}") from None
+    ids = tuple(dict.fromkeys(m.id for m in batch.puts))
+    final = {m.id: m for m in batch.puts}
+    digests = tuple(
+        sorted({content_hash(m.text) for m in final.values() if is_free_text(m)})
+    )
+    return CheckedBatch(
+        ns, NamespaceKeys(prefix, ns), tuple(puts), tuple(batch.edges), removals,
+        batch.restore, ids, digests,
+    )
+
+
+@dataclass(slots=True)
+class Stored:
+    """What a write read under WATCH."""
+
+    records: dict[str, Memory]  # id -> stored memory (absent ids missing)
+    seqs: dict[str, int]  # id -> seq for stored ids
+    docs: dict[str, tuple[int, list[str]]]  # id -> (length, terms), for indexed (active) ids
+    hash_members: dict[str, set[str]] = field(default_factory=dict)  # digest -> ids
+    edge_weights: dict[str, float] = field(default_factory=dict)  # field -> weight
+
+
+def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Command]:
+    """The commands of one batch, or `ConflictError` (nothing to apply).
+
+    New records take seqs first_seq, first_seq + 1, ... in batch order.
+    """
+    k = batch.keys
+    ns = batch.namespace
+    staged: dict[str, Memory] = dict(stored.records)
+    for m, _ in batch.puts:
+        cur = staged.get(m.id)
+        if not batch.restore:
+            if cur is None and m.version != 1:
+                raise ConflictError(
+                    f"memory {m.id!r} in {ns!r}: writing version {m.version} but it is not "
+                    "stored (was it deleted?); re-read and retry"
+                )
+            if cur is not None and m.version != cur.version + 1:
+                raise ConflictError(
+                    f"memory {m.id!r} in {ns!r}: writing version {m.version} but version "
+                    f"{cur.version} is stored (expected {m.version - 1}); someone else wrote "
+                    "first, re-read and retry"
+                )
+        staged[m.id] = m
+    encoded = {m.id: record for m, record in batch.puts}  # the last put of an id wins
+
+    # The duplicate-text rule, on the batch's final state.
+    for digest in batch.new_digests:
+        members = set(stored.hash_members.get(digest, set()))
+        for i in batch.ids:
+            final = staged[i]
+            if is_free_text(final) and content_hash(final.text) == digest:
+                members.add(i)
+            else:
+                members.discard(i)
+        if len(members) > 1:
+            a, b = sorted(members)[:2]
+            raise ConflictError(
+                f"namespace {ns!r} would hold two active memories with the same text "
+                f"({a!r} and {b!r}); fold the new source into the existing one "
+                "(find_by_hash) instead"
+            )
+
+    cmds: list[Command] = []
+    registry: set[str] = set()
+    docs_delta = 0
+    terms_delta = 0
+    next_seq = first_seq
+    for memory_id in batch.ids:
+        m = staged[memory_id]
+        old = stored.records.get(memory_id)
+        if old is None:
+            seq = next_seq
+            next_seq += 1
+        else:
+            seq = stored.seqs.get(memory_id, 0)
+        cmds.append(("SET", k.record(memory_id), encoded[memory_id]))
+        cmds.append(("ZADD", k.all, seq, memory_id))
+        if old is not None and old.status is not m.status:
+            cmds.append(("ZREM", k.status(old.status.value), memory_id))
+        cmds.append(("ZADD", k.status(m.status.value), seq, memory_id))
+        if old is not None and old.is_active and (not m.is_active or old.tier is not m.tier):
+            cmds.append(("ZREM", k.tier(old.tier.value), memory_id))
+        if m.is_active:
+            cmds.append(("ZADD", k.tier(m.tier.value), seq, memory_id))
+        # text hash (active free text only)
+        old_digest = content_hash(old.text) if old is not None and is_free_text(old) else None
+        new_digest = content_hash(m.text) if is_free_text(m) else None
+        if old_digest is not None and old_digest != new_digest:
+            cmds.append(("SREM", k.text_hash(old_digest), memory_id))
+        if new_digest is not None:
+            key = k.text_hash(new_digest)
+            cmds.append(("SADD", key, memory_id))
+            registry.add(key)
+        # fact key (every version)
+        if old is not None and old.key is not None and old.key != m.key:
+            cmds.append(("SREM", k.fact_key(old.key), memory_id))
+        if m.key is not None:
+            key = k.fact_key(m.key)
+            cmds.append(("SADD", key, memory_id))
+            registry.add(key)
+        # entities (active only)
+        old_entities = old.entities if old is not None and old.is_active else frozenset()
+        new_entities = m.entities if m.is_active else frozenset()
+        for entity in sorted(old_entities - new_entities):
+            cmds.append(("ZREM", k.entity(entity), memory_id))
+        for entity in sorted(new_entities):
+            key = k.entity(entity)
+            cmds.append(("ZADD", key, micros(m.created_at), memory_id))
+            registry.add(key)
+        # lexical postings follow the active set
+        doc = stored.docs.get(memory_id)
+        was_indexed = doc is not None
+        same_text = old is not None and old.text == m.text
+        if doc is not None and not (m.is_active and same_text):
+            for term in doc[1]:
+                cmds.append(("HDEL", k.term(term), memory_id))
+            cmds.append(("HDEL", k.doclen, memory_id))
+            cmds.append(("HDEL", k.doc, memory_id))
+            docs_delta -= 1
+            terms_delta -= doc[0]
+        if m.is_active and not (was_indexed and same_text):
+            tf, length = term_frequencies(m.text)
+            for term, count in sorted(tf.items()):
+                key = k.term(term)
+                cmds.append(("HSET", key, memory_id, count))
+                registry.add(key)
+            cmds.append(("HSET", k.doclen, memory_id, length))
+            cmds.append(("HSET", k.doc, memory_id, dumps([length, sorted(tf)], "terms")))
+            docs_delta += 1
+            terms_delta += length
+
+    # Edges: removals first, so a batch that removes and re-adds an edge ends with it added.
+    removed: set[str] = set()
+    for src, dst, type_ in batch.removals:
+        name = edge_field(src, dst, type_)
+        removed.add(name)
+        cmds.append(("HDEL", k.edges, name))
+        cmds.append(("SREM", k.adjacency(src), name))
+        cmds.append(("SREM", k.adjacency(dst), name))
+    weights: dict[str, float] = {}
+    for e in batch.edges:
+        name = edge_field(e.src, e.dst, e.type.value)
+        previous = weights.get(name)
+        if previous is None and name not in removed:
+            previous = stored.edge_weights.get(name)
+        weights[name] = float(e.weight) if previous is None else max(previous, float(e.weight))
+        for end in (e.src, e.dst):
+            key = k.adjacency(end)
+            cmds.append(("SADD", key, name))
+            registry.add(key)
+    for name, weight in weights.items():
+        cmds.append(("HSET", k.edges, name, repr(weight)))
+
+    if docs_delta:
+        cmds.append(("HINCRBY", k.stats, "docs", docs_delta))
+    if terms_delta:
+        cmds.append(("HINCRBY", k.stats, "terms", terms_delta))
+    if registry:
+        cmds.append(("SADD", k.registry, *sorted(registry)))
+    return cmds
+
+
+def parse_doc(raw: str | None) -> tuple[int, list[str]] | None:
+    if raw is None:
+        return None
+    length, terms = json.loads(raw)
+    return int(length), [str(t) for t in terms]
+
+
+def plan_delete(
+    keys: NamespaceKeys,
+    records: Mapping[str, Memory],
+    docs: Mapping[str, tuple[int, list[str]]],
+    adjacency: Mapping[str, set[str]],
+    requested: Sequence[str],
+) -> list[Command]:
+    """Real deletion: the records, every index entry, their edges and postings."""
+    cmds: list[Command] = []
+    docs_delta = 0
+    terms_delta = 0
+    for memory_id, m in records.items():
+        cmds.append(("DEL", keys.record(memory_id)))
+        cmds.append(("ZREM", keys.all, memory_id))
+        cmds.append(("ZREM", keys.status(m.status.value), memory_id))
+        if m.is_active:
+            cmds.append(("ZREM", keys.tier(m.tier.value), memory_id))
+            for entity in sorted(m.entities):
+                cmds.append(("ZREM", keys.entity(entity), memory_id))
+        if is_free_text(m):
+            cmds.append(("SREM", keys.text_hash(content_hash(m.text)), memory_id))
+        if m.key is not None:
+            cmds.append(("SREM", keys.fact_key(m.key), memory_id))
+        doc = docs.get(memory_id)
+        if doc is not None:
+            length, terms = doc
+            for term in terms:
+                cmds.append(("HDEL", keys.term(term), memory_id))
+            cmds.append(("HDEL", keys.doclen, memory_id))
+            cmds.append(("HDEL", keys.doc, memory_id))
+            docs_delta -= 1
+            terms_delta -= length
+    # Edges of every requested id (stored or not: an edge may name an id never stored).
+    for memory_id in requested:
+        for name in sorted(adjacency.get(memory_id, set())):
+            src, dst, _ = json.loads(name)
+            cmds.append(("HDEL", keys.edges, name))
+            for end in (src, dst):
+                if end != memory_id:
+                    cmds.append(("SREM", keys.adjacency(end), name))
+        cmds.append(("DEL", keys.adjacency(memory_id)))
+    if docs_delta:
+        cmds.append(("HINCRBY", keys.stats, "docs", docs_delta))
+    if terms_delta:
+        cmds.append(("HINCRBY", keys.stats, "terms", terms_delta))
+    return cmds

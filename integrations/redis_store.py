@@ -1,0 +1,709 @@
+"""The shared tier's system of record: memories, edges, BM25, locks and a journal in Redis.
+
+Why it looks the way it does:
+
+- Works on plain Redis 7 (no modules) and on Redis Cluster. Every key of a namespace
+  carries the namespace as a hash tag (layout in `redis_keys`), so a namespace sits on one
+  slot and every multi-key write below is one MULTI/EXEC on one node.
+- Writes are optimistic (see `redis_plan`): WATCH what decides the outcome, read, compute
+  every command in Python, MULTI/EXEC; a concurrent change aborts the EXEC and the write is
+  recomputed. Records, secondary indexes (status, tier, text hash, fact key, entity, scan
+  order), lexical postings and edges change in the same EXEC, so they never disagree, and
+  `touch` never loses a count. A compare-and-set that loses raises `ConflictError`.
+- Any Redis failure (down, timeout, out of memory, a cluster failover) raises
+  `BackendUnavailable`; MULTI/EXEC means a write interrupted by it applied nothing.
+- Lexical search is BM25 over postings kept in Redis, scored in Python (`redis_lexical`
+  says why); it matches the SQLite tier's ranking.
+- The maintenance lock is a lease: a token, a holder and an expiry on Redis's own clock
+  (TIME inside Lua, shared by every client), released only by the token's holder.
+- Namespace listing reads a set of names; deleting a namespace reads its key registry.
+  Nothing ever SCANs the key space, so no tenant's keys are walked for another.
+
+Open it with `RedisStore.from_url("redis://[:password@]host:port/db")`, `rediss://` for
+TLS, or `redis+cluster://host:port` (`rediss+cluster://` with TLS) for a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+from reverie.core.clock import utc
+from reverie.core.codec import memory_to_dict
+from reverie.core.errors import (
+    BackendUnavailable,
+    InvalidInput,
+    LockBusy,
+    MissingExtra,
+    ReverieError,
+)
+from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
+from reverie.core.ports import LexicalHit, WriteBatch
+from reverie.core.scoring import reinforce
+from reverie.core.text import content_hash, query_terms
+
+try:
+    import redis
+    from redis.exceptions import RedisError, WatchError
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise MissingExtra("The Redis store (reverie.integrations.redis_store)", "redis") from e
+
+from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
+from .redis_lexical import bm25_top
+from .redis_plan import (
+    CheckedBatch,
+    Command,
+    Stored,
+    check_batch,
+    dumps,
+    edge_field,
+    load_memory,
+    parse_doc,
+    parse_edge_field,
+    plan_commit,
+    plan_delete,
+)
+
+__all__ = ["RedisStore", "client_from_url", "is_redis_url"]
+
+T = TypeVar("T")
+
+_CHUNK = 500  # ids per MGET / ZMSCORE, so one reply stays small
+_CONNECT_TIMEOUT_S = 5.0
+_SOCKET_TIMEOUT_S = 30.0
+# Optimistic writes retry while others win the race; each round has a winner, so this only
+# runs out under pathological contention, which is then reported rather than spun on.
+_WRITE_DEADLINE_S = 30.0
+_BACKOFF_MAX_S = 0.02
+_URL_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+
+# Lease = "<expires ms>|<token>|<holder>". Redis's clock decides expiry for every client.
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local exp = tonumber(string.match(cur, '^(%d+)|'))
+  if exp and exp > now then return {0, cur, tostring(now)} end
+end
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], string.format('%d', now + ttl) .. '|' .. ARGV[1] .. '|' .. ARGV[3],
+           'PX', math.max(ttl, 1))
+return {1, '', tostring(now)}
+"""
+_RELEASE = """
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local tok = string.match(cur, '^%d+|([^|]*)|')
+  if tok == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
+end
+return 0
+"""
+
+
+def is_redis_url(text: str) -> bool:
+    return text.startswith(_URL_SCHEMES)
+
+
+def client_from_url(url: str, **options: Any) -> Any:
+    """A redis-py client (RedisCluster for `redis+cluster://`), strings decoded."""
+    kwargs: dict[str, Any] = {
+        "decode_responses": True,
+        "socket_connect_timeout": _CONNECT_TIMEOUT_S,
+        "socket_timeout": _SOCKET_TIMEOUT_S,
+        **options,
+    }
+    try:
+        if url.startswith(("redis+cluster://", "rediss+cluster://")):
+            plain = url.replace("+cluster://", "://", 1)
+            return redis.RedisCluster.from_url(plain, **kwargs)
+        if not is_redis_url(url):
+            raise InvalidInput(
+                f"not a Redis URL: {url!r}; use redis://host:port/db, rediss:// (TLS) or "
+                "redis+cluster://host:port"
+            )
+        return redis.Redis.from_url(url, **kwargs)
+    except RedisError as e:
+        raise BackendUnavailable(f"cannot connect to Redis at {_safe(url)}: {e}") from None
+    except ValueError as e:
+        raise InvalidInput(f"invalid Redis URL {_safe(url)}: {e}") from None
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+    return url
+
+
+def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    if isinstance(ids, str):  # a lone id would otherwise be iterated character by character
+        raise InvalidInput("pass a list of ids, not a single string")
+    return list(dict.fromkeys(ids))
+
+
+def _check_ttl(ttl_seconds: float) -> float:
+    if (
+        isinstance(ttl_seconds, bool)
+        or not isinstance(ttl_seconds, int | float)
+        or not math.isfinite(ttl_seconds)
+        or ttl_seconds < 0
+    ):
+        raise InvalidInput(f"ttl_seconds must be a finite number >= 0, got {ttl_seconds!r}")
+    return float(ttl_seconds)
+
+
+def _check_window(window: int) -> int:
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise InvalidInput(f"window must be a positive int, got {window!r}")
+    return window
+
+
+def _check_batch_size(batch_size: int) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInput(f"batch_size must be a positive int, got {batch_size!r}")
+    return batch_size
+
+
+def lock_busy(ns: str, value: str, now_ms: int) -> LockBusy:
+    expires, _, holder = value.split("|", 2)
+    until_ms = int(expires)
+    until = datetime.fromtimestamp(until_ms / 1000, UTC).isoformat(timespec="seconds")
+    return LockBusy(
+        f"namespace {ns!r} is locked for maintenance by {holder} until {until} "
+        f"(in {(until_ms - now_ms) / 1000:.1f} s); wait for it to finish, or retry after that"
+    )
+
+
+def holder_name() -> str:
+    return f"{socket.gethostname()} pid {os.getpid()} thread {threading.get_ident()}"
+
+
+def status_sources(
+    keys: NamespaceKeys, statuses: Iterable[Status] | None
+) -> tuple[list[str], set[str] | None]:
+    """The zsets a scan walks (one per wanted status, else the whole order)."""
+    if statuses is None:
+        return [keys.all], None
+    wanted = sorted({Status(s).value for s in statuses})
+    return [keys.status(s) for s in wanted], set(wanted)
+
+
+def tier_filter(tiers: Iterable[Tier] | None) -> set[str] | None:
+    return None if tiers is None else {Tier(t).value for t in tiers}
+
+
+def entity_order(found: Sequence[tuple[Memory, int]], limit: int) -> list[Memory]:
+    """Newest first; equal creation times by insertion order, newest first (as SQLite)."""
+    ranked = sorted(found, key=lambda p: (p[0].created_at, p[1]), reverse=True)
+    return [m for m, _ in ranked[:limit]]
+
+
+def empty_counts() -> dict[str, int]:
+    counts = {f"status:{s.value}": 0 for s in Status}
+    counts.update({f"tier:{t.value}": 0 for t in Tier})
+    return counts
+
+
+class RedisStore:
+    """RecordStore and LexicalIndex on Redis or Redis Cluster (see the module docstring).
+
+    Thread-safe (redis-py pools connections) and process-safe (every write is atomic on
+    the server). `client` is a `redis.Redis` or `redis.RedisCluster` with
+    `decode_responses=True`; `from_url` builds one.
+    """
+
+    def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX, name: str = "redis") -> None:
+        self._client = client
+        self._prefix = validate_prefix(prefix)
+        self._name = name
+        self._namespaces_key, self._meta_key = global_keys(self._prefix)
+        self._closed = False
+        self._acquire = client.register_script(_ACQUIRE)
+        self._release = client.register_script(_RELEASE)
+        self._guard(client.ping)
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX, **options: Any) -> RedisStore:
+        client = client_from_url(url, **options)
+        try:
+            return cls(client, prefix=prefix, name=_safe(url))
+        except BaseException:
+            client.close()
+            raise
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    def _keys(self, namespace: str) -> NamespaceKeys:
+        return NamespaceKeys(self._prefix, namespace)
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def _unavailable(self, e: Exception) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"Redis at {self._name} failed: {type(e).__name__}: {e}; nothing of the failed "
+            "operation was applied — check that the server is up and retry"
+        )
+
+    def _guard(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise BackendUnavailable(f"the Redis store at {self._name} is closed")
+        try:
+            return fn(*args)
+        except ReverieError:
+            raise
+        except RedisError as e:
+            raise self._unavailable(e) from None
+
+    def _transact(self, watch: Sequence[str], body: Callable[[Any], list[Command] | None]) -> Any:
+        """WATCH `watch`, run `body(pipe)` (reads in immediate mode; returns the commands,
+        or None for nothing to do), MULTI/EXEC them; rerun from scratch if a watched key
+        changed. Exceptions from `body` (a conflict, bad input) propagate, nothing applied."""
+        deadline = time.monotonic() + _WRITE_DEADLINE_S
+        attempt = 0
+        while True:
+            with self._client.pipeline(transaction=True) as pipe:
+                try:
+                    if watch:
+                        pipe.watch(*watch)
+                    cmds = body(pipe)
+                    if not cmds:
+                        pipe.reset()
+                        return []
+                    pipe.multi()
+                    for cmd in cmds:
+                        pipe.execute_command(*cmd)
+                    return pipe.execute()
+                except WatchError:
+                    pass
+            attempt += 1
+            if time.monotonic() > deadline:
+                raise BackendUnavailable(
+                    f"Redis at {self._name}: a write lost {attempt} races in a row over "
+                    f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry later"
+                )
+            time.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
+
+    def _read_records(
+        self, pipe: Any, keys: NamespaceKeys, ids: Sequence[str]
+    ) -> dict[str, Memory]:
+        found: dict[str, Memory] = {}
+        for chunk in _chunks(ids):
+            names = [keys.record(i) for i in chunk]
+            for memory_id, name, raw in zip(
+                chunk, names, pipe.execute_command("MGET", *names), strict=True
+            ):
+                if raw is not None:
+                    found[memory_id] = load_memory(raw, name)
+        return found
+
+    # --- RecordStore: writes --------------------------------------------------------------
+
+    def commit(self, batch: WriteBatch) -> None:
+        """Apply a batch atomically; any conflict applies nothing (see `redis_plan`)."""
+        checked = check_batch(batch, self._prefix)
+        if not checked.ids and not checked.edges and not checked.removals:
+            return
+        if checked.ids:
+            # Outside the namespace's slot on a cluster, so before the write: a crash in
+            # between leaves an empty name in the list, which `namespaces()` skips.
+            self._guard(self._client.sadd, self._namespaces_key, checked.namespace)
+        self._guard(self._transact, checked.watch_keys(), lambda pipe: self._plan(pipe, checked))
+
+    def _plan(self, pipe: Any, batch: CheckedBatch) -> list[Command]:
+        k = batch.keys
+        ids = list(batch.ids)
+        records = self._read_records(pipe, k, ids)
+        stored_ids = [i for i in ids if i in records]
+        seqs: dict[str, int] = {}
+        docs: dict[str, tuple[int, list[str]]] = {}
+        if stored_ids:
+            for memory_id, score in zip(stored_ids, pipe.zmscore(k.all, stored_ids), strict=True):
+                if score is not None:
+                    seqs[memory_id] = int(score)
+            for memory_id, raw in zip(stored_ids, pipe.hmget(k.doc, stored_ids), strict=True):
+                doc = parse_doc(raw)
+                if doc is not None:
+                    docs[memory_id] = doc
+        hash_members = {d: set(pipe.smembers(k.text_hash(d))) for d in batch.new_digests}
+        edge_weights: dict[str, float] = {}
+        if batch.edges:
+            names = list(dict.fromkeys(edge_field(e.src, e.dst, e.type.value) for e in batch.edges))
+            for name, weight in zip(names, pipe.hmget(k.edges, names), strict=True):
+                if weight is not None:
+                    edge_weights[name] = float(weight)
+        stored = Stored(records, seqs, docs, hash_members, edge_weights)
+        new = sum(1 for i in ids if i not in records)
+        first_seq = int(pipe.incrby(k.seq, new)) - new + 1 if new else 0
+        return plan_commit(batch, stored, first_seq)
+
+    def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:
+        """Reinforce under WATCH: a concurrent touch makes this one re-read and recount.
+
+        Only the record changes (status and text do not), so no index is touched. An id
+        listed twice is reinforced once (one retrieval is one access)."""
+        keys = self._keys(namespace)
+        _check_window(window)
+        when = utc(at)
+        wanted = _unique(ids)
+        if not wanted:
+            return
+
+        def body(pipe: Any) -> list[Command]:
+            records = self._read_records(pipe, keys, wanted)
+            return [
+                ("SET", keys.record(i), dumps(memory_to_dict(reinforce(m, when, window)), "memory"))
+                for i, m in records.items()
+            ]
+
+        for chunk in _chunks(wanted):
+            self._guard(self._transact, [keys.record(i) for i in chunk], body)
+
+    def delete(self, namespace: str, ids: Iterable[str]) -> int:
+        """Real deletion for privacy: no key keeps the text or the links."""
+        keys = self._keys(namespace)
+        wanted = _unique(ids)
+        if not wanted:
+            return 0
+        deleted = 0
+        for chunk in _chunks(wanted):
+            found: list[int] = []
+
+            def body(
+                pipe: Any, chunk: Sequence[str] = chunk, found: list[int] = found
+            ) -> list[Command]:
+                records = self._read_records(pipe, keys, chunk)
+                docs: dict[str, tuple[int, list[str]]] = {}
+                if records:
+                    present = list(records)
+                    for memory_id, raw in zip(present, pipe.hmget(keys.doc, present), strict=True):
+                        doc = parse_doc(raw)
+                        if doc is not None:
+                            docs[memory_id] = doc
+                adjacency = {i: set(pipe.smembers(keys.adjacency(i))) for i in chunk}
+                found[:] = [len(records)]
+                return plan_delete(keys, records, docs, adjacency, chunk)
+
+            watch = [keys.record(i) for i in chunk] + [keys.adjacency(i) for i in chunk]
+            self._guard(self._transact, watch, body)
+            deleted += found[0] if found else 0
+        return deleted
+
+    def delete_namespace(self, namespace: str) -> int:
+        """Everything of a tenant, journal included; a held lock is left to expire."""
+        keys = self._keys(namespace)
+
+        def body(pipe: Any) -> list[Command]:
+            ids = pipe.zrange(keys.all, 0, -1)
+            registry = sorted(pipe.smembers(keys.registry))
+            count[:] = [len(ids)]
+            fixed = [keys.seq, keys.all, keys.edges, keys.doclen, keys.doc, keys.stats,
+                     keys.journal, keys.registry]
+            fixed += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
+            names = fixed + registry + [keys.record(i) for i in ids]
+            return [("DEL", *chunk) for chunk in _chunks(names)]
+
+        count: list[int] = [0]
+        self._guard(self._transact, [keys.all, keys.registry], body)
+        self._guard(self._client.srem, self._namespaces_key, validate_namespace(namespace))
+        return count[0]
+
+    # --- RecordStore: reads ---------------------------------------------------------------
+
+    def get(self, namespace: str, memory_id: str) -> Memory | None:
+        keys = self._keys(namespace)
+        name = keys.record(memory_id)
+        raw = self._guard(self._client.get, name)
+        return None if raw is None else load_memory(raw, name)
+
+    def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
+        keys = self._keys(namespace)
+        wanted = _unique(ids)
+        found = self._guard(self._read_records, self._client, keys, wanted)
+        return {i: found[i] for i in wanted if i in found}  # in the caller's order
+
+    def find_by_hash(self, namespace: str, content_hash_: str) -> Memory | None:
+        keys = self._keys(namespace)
+        ids = sorted(self._guard(self._client.smembers, keys.text_hash(content_hash_)))
+        if not ids:
+            return None
+        records = self.get_many(namespace, ids)
+        hits = [
+            m for m in records.values()
+            if m.is_active and m.key is None and content_hash(m.text) == content_hash_
+        ]
+        if not hits:
+            return None
+        seqs = self._seqs(keys, [m.id for m in hits])
+        return min(hits, key=lambda m: seqs.get(m.id, 0))
+
+    def _seqs(self, keys: NamespaceKeys, ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in _chunks(list(ids)):
+            scores = self._guard(self._client.zmscore, keys.all, list(chunk))
+            out.update({i: int(s) for i, s in zip(chunk, scores, strict=True) if s is not None})
+        return out
+
+    def find_by_key(self, namespace: str, key: str) -> list[Memory]:
+        keys = self._keys(namespace)
+        ids = sorted(self._guard(self._client.smembers, keys.fact_key(key)))
+        records = [m for m in self.get_many(namespace, ids).values() if m.key == key]
+        seqs = self._seqs(keys, [m.id for m in records])
+        return sorted(records, key=lambda m: (m.valid_since, seqs.get(m.id, 0)))
+
+    def find_by_entity(self, namespace: str, entity: str, limit: int) -> list[Memory]:
+        keys = self._keys(namespace)
+        if limit <= 0:
+            return []
+        name = keys.entity(entity)
+        top = self._guard(self._client.zrevrange, name, 0, int(limit) - 1, True)
+        if not top:
+            return []
+        # Members tied with the last score may sort either way by name; take them all.
+        last = top[-1][1]
+        ties = self._guard(self._client.zrangebyscore, name, last, last)
+        ids = list(dict.fromkeys([i for i, _ in top] + list(ties)))
+        records = self.get_many(namespace, ids)
+        active = [m for m in records.values() if m.is_active]
+        seqs = self._seqs(keys, [m.id for m in active])
+        return entity_order([(m, seqs.get(m.id, 0)) for m in active], int(limit))
+
+    def scan(
+        self,
+        namespace: str,
+        *,
+        statuses: Iterable[Status] | None = None,
+        tiers: Iterable[Tier] | None = None,
+        batch_size: int = 500,
+    ) -> Iterator[Memory]:
+        """Pages in insertion order (seq), merged over the wanted status sets."""
+        keys = self._keys(namespace)
+        size = _check_batch_size(batch_size)
+        sources, wanted_status = status_sources(keys, statuses)
+        wanted_tier = tier_filter(tiers)
+        if not sources or (wanted_tier is not None and not wanted_tier):
+            return
+        after = 0.0
+        while True:
+            page: list[tuple[float, str]] = []
+            for source in sources:
+                page.extend(
+                    (score, member)
+                    for member, score in self._guard(
+                        self._client.zrangebyscore, source, f"({after}", "+inf", 0, size, True
+                    )
+                )
+            if not page:
+                return
+            page.sort()
+            page = page[:size]
+            ids = [member for _, member in page]
+            records = self._guard(self._read_records, self._client, keys, ids)
+            for memory_id in ids:
+                m = records.get(memory_id)
+                if m is None:
+                    continue
+                if wanted_status is not None and m.status.value not in wanted_status:
+                    continue
+                if wanted_tier is not None and m.tier.value not in wanted_tier:
+                    continue
+                yield m
+            if len(page) < size:
+                return
+            after = page[-1][0]
+
+    def count(self, namespace: str) -> dict[str, int]:
+        keys = self._keys(namespace)
+
+        def read() -> list[Any]:
+            with self._client.pipeline(transaction=True) as pipe:
+                for s in Status:
+                    pipe.zcard(keys.status(s.value))
+                for t in Tier:
+                    pipe.zcard(keys.tier(t.value))
+                pipe.hlen(keys.edges)
+                return list(pipe.execute())
+
+        values = self._guard(read)
+        counts = empty_counts()
+        names = [f"status:{s.value}" for s in Status] + [f"tier:{t.value}" for t in Tier]
+        counts.update({n: int(v) for n, v in zip(names, values, strict=False)})
+        counts["edges"] = int(values[-1])
+        counts["total"] = sum(counts[f"status:{s.value}"] for s in Status)
+        return counts
+
+    def edges(self, namespace: str, ids: Iterable[str]) -> list[Edge]:
+        keys = self._keys(namespace)
+        wanted = _unique(ids)
+        if not wanted:
+            return []
+
+        def read() -> list[Edge]:
+            with self._client.pipeline(transaction=False) as pipe:
+                for i in wanted:
+                    pipe.smembers(keys.adjacency(i))
+                names = sorted(set().union(*pipe.execute()))
+            if not names:
+                return []
+            weights = self._client.hmget(keys.edges, names)
+            return [parse_edge_field(n, w) for n, w in zip(names, weights, strict=True)
+                    if w is not None]
+
+        return self._guard(read)
+
+    def degrees(self, namespace: str, ids: Iterable[str]) -> dict[str, int]:
+        """Edges in plus out, for every requested id (0 when it has none)."""
+        keys = self._keys(namespace)
+        wanted = _unique(ids)
+        if not wanted:
+            return {}
+
+        def read() -> list[int]:
+            with self._client.pipeline(transaction=False) as pipe:
+                for i in wanted:
+                    pipe.scard(keys.adjacency(i))
+                return [int(n) for n in pipe.execute()]
+
+        return dict(zip(wanted, self._guard(read), strict=True))
+
+    def namespaces(self) -> list[str]:
+        """Names from the namespace set, those that still hold a memory; never a SCAN."""
+        names = sorted(self._guard(self._client.smembers, self._namespaces_key))
+        if not names:
+            return []
+
+        def read() -> list[int]:
+            with self._client.pipeline(transaction=False) as pipe:
+                for ns in names:
+                    pipe.zcard(self._keys(ns).all)
+                return [int(n) for n in pipe.execute()]
+
+        return [ns for ns, n in zip(names, self._guard(read), strict=True) if n > 0]
+
+    # --- LexicalIndex ---------------------------------------------------------------------
+
+    def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
+        """BM25 over the namespace's active texts (postings hold nothing else)."""
+        keys = self._keys(namespace)
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+
+        def read() -> tuple[list[Any], dict[str, int], dict[str, float]]:
+            with self._client.pipeline(transaction=True) as pipe:
+                pipe.hmget(keys.stats, ["docs", "terms"])
+                for term in terms:
+                    pipe.hgetall(keys.term(term))
+                stats, *postings = pipe.execute()
+            candidates = sorted(set().union(*(p.keys() for p in postings)))
+            lengths: dict[str, int] = {}
+            seqs: dict[str, float] = {}
+            for chunk in _chunks(candidates):
+                with self._client.pipeline(transaction=True) as pipe:
+                    pipe.hmget(keys.doclen, list(chunk))
+                    pipe.zmscore(keys.all, list(chunk))
+                    lens, scores = pipe.execute()
+                for i, n, s in zip(chunk, lens, scores, strict=True):
+                    if n is not None:  # removed since the postings were read
+                        lengths[i] = int(n)
+                        seqs[i] = s or 0.0
+            return [stats, *postings], lengths, seqs
+
+        (stats, *postings), lengths, seqs = self._guard(read)
+        docs, total = (int(x) if x is not None else 0 for x in stats)
+        table = {
+            term: {i: int(tf) for i, tf in p.items() if i in lengths}
+            for term, p in zip(terms, postings, strict=True)
+        }
+        order = {i: int(s) for i, s in seqs.items()}
+        return [LexicalHit(i, s) for i, s in bm25_top(table, lengths, docs, total, k, order)]
+
+    # --- meta, journal, lock --------------------------------------------------------------
+
+    def get_meta(self, name: str) -> str | None:
+        value = self._guard(self._client.hget, self._meta_key, name)
+        return None if value is None else str(value)
+
+    def set_meta(self, name: str, value: str) -> None:
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidInput("meta names and values must be text")
+        self._guard(self._client.hset, self._meta_key, name, value)
+
+    def journal_get(self, namespace: str, fingerprint: str) -> Mapping[str, Any] | None:
+        keys = self._keys(namespace)
+        raw = self._guard(self._client.hget, keys.journal, fingerprint)
+        if raw is None:
+            return None
+        entry = json.loads(raw)
+        if not isinstance(entry, dict):
+            raise BackendUnavailable(
+                f"Redis at {self._name} holds a journal entry that is not a JSON object"
+            )
+        return entry
+
+    def journal_put(self, namespace: str, fingerprint: str, entry: Mapping[str, Any]) -> None:
+        keys = self._keys(namespace)
+        payload = dumps(dict(entry), "a journal entry")
+        self._guard(self._client.hset, keys.journal, fingerprint, payload)
+
+    def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AbstractContextManager[str]:
+        """A lease on Redis's clock: it expires, so a crashed holder cannot wedge
+        maintenance, and only the holder of its token releases it."""
+        keys = self._keys(namespace)
+        ttl = _check_ttl(ttl_seconds)
+        return self._lease(namespace, keys.lock, ttl)
+
+    @contextmanager
+    def _lease(self, ns: str, key: str, ttl: float) -> Iterator[str]:
+        token = secrets.token_hex(16)
+        ok, current, now = self._guard(
+            self._acquire, [key], [token, str(int(ttl * 1000)), holder_name()]
+        )
+        if not int(ok):
+            raise lock_busy(ns, str(current), int(now))
+        try:
+            yield token
+        finally:
+            if not self._closed:
+                self._guard(self._release, [key], [token])
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            with suppress(RedisError):
+                self._client.close()
+
+    def __enter__(self) -> RedisStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self._name!r}, prefix={self._prefix!r})"
