@@ -305,6 +305,8 @@ class SQLiteStore:
                     )
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # forget is for privacy: freed bytes are zeroed, not left readable in the file
+            conn.execute("PRAGMA secure_delete = ON")
             self._conn = conn
             self._migrate()
         except BaseException:
@@ -674,6 +676,8 @@ class SQLiteStore:
                 conn.execute(
                     f"DELETE FROM edges WHERE namespace = ? AND dst IN ({marks})", (ns, *chunk)
                 )
+            if deleted:  # FTS5 only marks deletions; merging the segments drops the old terms
+                conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
         return deleted
 
     def delete_namespace(self, namespace: str) -> int:
@@ -689,6 +693,8 @@ class SQLiteStore:
             deleted = conn.execute("DELETE FROM memories WHERE namespace = ?", (ns,)).rowcount
             for table in ("memory_entities", "edges", "journal"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
+            if deleted:
+                conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
         return int(deleted)
 
     # --- RecordStore: reads ---------------------------------------------------------------
