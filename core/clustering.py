@@ -104,26 +104,41 @@ def _unit(vectors: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
 
 
 def knn(
-    vectors: npt.NDArray[np.float32], k: int
+    vectors: npt.NDArray[np.float32], k: int, min_sim: float | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Exact k nearest neighbours by cosine (rows are unit): indices and similarities, n x k',
-    k' = min(k, n - 1), each row best first, ties broken by the lower index."""
+    k' = min(k, n - 1), each row best first, ties broken by the lower index.
+
+    With `min_sim`, only neighbours at least that similar are returned (the rest of a row
+    is padded with index -1, similarity -inf): the strategies never use a weaker link, and
+    a threshold pass over the similarity block is several times cheaper than a partition."""
     n = vectors.shape[0]
-    kk = min(k, n - 1)
-    idx = np.zeros((n, max(kk, 0)), dtype=np.int64)
-    sim = np.zeros((n, max(kk, 0)), dtype=np.float32)
-    if kk <= 0:
+    kk = max(min(k, n - 1), 0)
+    idx = np.full((n, kk), -1, dtype=np.int64)
+    sim = np.full((n, kk), -np.inf, dtype=np.float32)
+    if kk == 0:
         return idx, sim
     for start in range(0, n, _KNN_BLOCK_ROWS):
         stop = min(start + _KNN_BLOCK_ROWS, n)
         s = vectors[start:stop] @ vectors.T
         rows = np.arange(stop - start)
         s[rows, rows + start] = -np.inf  # a memory is not its own neighbour
-        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
-        psim = np.take_along_axis(s, part, axis=1)
-        order = np.lexsort((part, -psim), axis=1)  # best first, then lower index
-        idx[start:stop] = np.take_along_axis(part, order, axis=1)
-        sim[start:stop] = np.take_along_axis(psim, order, axis=1)
+        if min_sim is None:
+            part = np.argpartition(s, n - kk, axis=1)[:, n - kk :]
+            psim = np.take_along_axis(s, part, axis=1)
+            order = np.lexsort((part, -psim), axis=1)  # best first, then lower index
+            idx[start:stop] = np.take_along_axis(part, order, axis=1)
+            sim[start:stop] = np.take_along_axis(psim, order, axis=1)
+            continue
+        r, c = np.nonzero(s >= min_sim)
+        v = s[r, c]
+        order = np.lexsort((c, -v, r))  # by row, best first, then lower index
+        r, c, v = r[order], c[order], v[order]
+        first = np.searchsorted(r, r, side="left")
+        rank = np.arange(r.size) - first
+        keep = rank < kk
+        idx[start + r[keep], rank[keep]] = c[keep]
+        sim[start + r[keep], rank[keep]] = v[keep]
     return idx, sim
 
 
@@ -207,12 +222,15 @@ def _canonical(
 
 def _link_edges(items: ClusterInput, policy: Policy) -> list[tuple[float, int, int]]:
     """k-NN links that count: similarity >= theta, or a shared entity and >= entity theta."""
-    idx, sim = knn(items.vectors, policy.cluster_knn)
+    bar = min(policy.cluster_theta, policy.cluster_entity_theta)
+    idx, sim = knn(items.vectors, policy.cluster_knn, min_sim=bar)
     edges: dict[tuple[int, int], float] = {}
     for i in range(idx.shape[0]):
         ent_i = items.entities[i]
         for j_raw, s_raw in zip(idx[i], sim[i], strict=True):
             j, s = int(j_raw), float(s_raw)
+            if j < 0:
+                break
             linked = s >= policy.cluster_theta or (
                 s >= policy.cluster_entity_theta and bool(ent_i & items.entities[j])
             )
@@ -369,11 +387,11 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
     weight: dict[int, float] = {i: float(w0[i]) for i in range(n)}
     members: dict[int, list[int]] = {i: [i] for i in range(n)}
     adj: dict[int, set[int]] = {i: set() for i in range(n)}
-    idx, sim = knn(vecs, policy.cluster_knn)
+    idx, sim = knn(vecs, policy.cluster_knn, min_sim=1.0 - max_dist)
     for i in range(n):
         for j_raw, s in zip(idx[i], sim[i], strict=True):
             j = int(j_raw)
-            if 1.0 - float(s) <= max_dist:
+            if j >= 0 and 1.0 - float(s) <= max_dist:
                 adj[i].add(j)
                 adj[j].add(i)
 
