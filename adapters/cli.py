@@ -657,6 +657,85 @@ def repair(
     out.print(table)
 
 
+@app.command()
+@_handled
+def sweep(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be distilled; write nothing.")
+    ] = False,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", help="Sweep every namespace, not just -n.")
+    ] = False,
+) -> None:
+    """Distil, then archive, memories whose salience decayed below the eviction threshold
+    (crystals and pinned memories are never swept); over the hard cap, merge first and
+    archive the lowest scores."""
+    s = _settings(ctx)
+    with _open(ctx, model=True) as engine, _progress(total_known=False) as bar:
+        task = bar.add_task("distilling decayed memories", total=None)
+        report = engine.sweep(
+            None if all_namespaces else s.namespace,
+            dry_run=dry_run,
+            progress=lambda n: bar.advance(task, n),
+        )
+        if dry_run:
+            previews = [
+                (len(g), engine.get(g[0], namespace=ns).text)
+                for ns in report.per_namespace
+                for g in report.groups[:20]
+                if engine.store.get(ns, g[0]) is not None
+            ]
+    table = Table(title="sweep (dry run: nothing written)" if dry_run else "sweep",
+                  title_justify="left")
+    cols = ("namespace", "active", "decayed", "syntheses", "archived", "kept alone",
+            "evicted by cap")
+    for col in cols:
+        table.add_column(col, justify="left" if col == "namespace" else "right")
+    for ns, st in report.per_namespace.items():
+        table.add_row(ns, *(str(st[k]) for k in ("examined", "candidates", "syntheses",
+                                                 "archived", "kept_lone", "evicted_by_cap")))
+    out.print(table)
+    if dry_run:
+        for size, text in previews:
+            out.print(f"  {size:>3} memories, from: [dim]{escape(text[:90])}[/dim]",
+                      soft_wrap=True)
+    if report.fallbacks:
+        err.print(f"[yellow]{report.fallbacks} group(s) fell back to the extractive "
+                  "synthesizer[/yellow]")
+
+
+@app.command()
+@_handled
+def gc(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be deleted; delete nothing.")
+    ] = False,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", help="Collect every namespace, not just -n.")
+    ] = False,
+) -> None:
+    """Delete, for good, archived memories whose salience decayed below the GC threshold;
+    retention-exempt memories are kept."""
+    s = _settings(ctx)
+    with _open(ctx, model=False) as engine, _progress(total_known=False) as bar:
+        task = bar.add_task("checking archived memories", total=None)
+        report = engine.gc(
+            None if all_namespaces else s.namespace,
+            dry_run=dry_run,
+            progress=lambda n: bar.advance(task, n),
+        )
+    table = Table(title="gc (dry run: nothing deleted)" if dry_run else "gc",
+                  title_justify="left")
+    for col in ("namespace", "archived", "deleted", "kept (retention-exempt)", "re-pointed"):
+        table.add_column(col, justify="left" if col == "namespace" else "right")
+    for ns, st in report.per_namespace.items():
+        table.add_row(ns, str(st["examined"]), str(st["deleted"]), str(st["kept_exempt"]),
+                      str(st["repointed"]))
+    out.print(table)
+
+
 def main() -> None:
     """Console-script entry point. Commands handle `ReverieError` themselves; this
     catches any raised outside a command (e.g. while resolving options)."""
