@@ -399,3 +399,36 @@ def test_only_the_token_holder_releases(store_spec: str, namespace: str) -> None
         first.close()
         second.close()
 
+
+
+def test_two_writers_cannot_both_create_the_first_unit_of_a_key(
+    store_spec: str, namespace: str
+) -> None:
+    """The race behind two active units per key, made deterministic: two engines read
+    "no current unit" for a new key, then both commit a version-1 unit. The store must
+    refuse the second (as it refuses a second active memory per text hash), so the loser's
+    CAS retry sees the winner and supersedes or folds into it."""
+    from reverie.core.models import Fact, Tier
+    from reverie.core.ports import WriteBatch
+
+    key = fact_key(Kind.SEMANTIC, "dana", "home city")
+
+    def unit(obj: str) -> Memory:
+        return Memory(
+            id=uuid.uuid4().hex, namespace=namespace, kind=Kind.SEMANTIC, tier=Tier.UNIT,
+            text=f"dana home city {obj}", fact=Fact("dana", "home city", obj), key=key,
+            created_at=T0, sources=frozenset({obj}),
+        )
+
+    first = open_store(store_spec, Path("/nonexistent"))
+    second = open_store(store_spec, Path("/nonexistent"))
+    try:
+        assert first.find_by_key(namespace, key) == second.find_by_key(namespace, key) == []
+        first.commit(WriteBatch(namespace, (unit("Lisbon"),)))
+        with pytest.raises(ConflictError):
+            second.commit(WriteBatch(namespace, (unit("Oslo"),)))
+        versions = first.find_by_key(namespace, key)
+        assert sum(v.status is Status.ACTIVE for v in versions) == 1
+    finally:
+        first.close()
+        second.close()
