@@ -853,7 +853,11 @@ class MemoryEngine:
             self._index(ns, list(zip(nodes, vecs, strict=True)), retired)
 
         deps = consolidation.CycleDeps(
-            self.store, self.policy, self.clock.now(), self._embed_memories, index_nodes
+            self.store,
+            self.policy,
+            self.clock.now(),
+            lambda ms: self._stored_or_embedded(ns, ms),
+            index_nodes,
         )
         return consolidation.run_cycle(
             deps,
@@ -874,6 +878,24 @@ class MemoryEngine:
             self.store, self.vectors, ns, self.clock.now(), self.policy,
             self._retrievals.recent(ns), self._embed_memories,
         )
+
+    def _stored_or_embedded(self, namespace: str, memories: Sequence[Memory]) -> Vector:
+        """Vectors for clustering: the index's stored ones where it can hand them out
+        (ChromaIndex.stored_vectors, an optional capability), embedded otherwise. Re-
+        embedding 10k flagged memories would cost the cycle a minute of model time."""
+        fetch = getattr(self.vectors, "stored_vectors", None)
+        stored: dict[str, Vector] = {}
+        if fetch is not None:
+            dim = self.embedder.dimension
+            for i in range(0, len(memories), 1000):
+                got = fetch(namespace, [m.id for m in memories[i : i + 1000]])
+                stored.update({k: v for k, v in got.items() if np.shape(v) == (dim,)})
+        missing = [m for m in memories if m.id not in stored]
+        if missing:
+            stored.update(zip((m.id for m in missing), self._embed_memories(missing), strict=True))
+        if not memories:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return np.stack([stored[m.id] for m in memories]).astype(np.float32)
 
     def _embed_memories(self, memories: Sequence[Memory]) -> Vector:
         texts = [m.text for m in memories]

@@ -551,6 +551,32 @@ class ChromaIndex:
         sims = (m @ q) / np.where(norms > 0, norms, 1.0)
         return {i: float(min(1.0, max(-1.0, s))) for i, s in zip(got, sims, strict=True)}
 
+    def stored_vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """The stored embeddings of `ids` (unknown ids absent). Not part of the
+        `VectorIndex` port, an optional capability: the REM cycle clusters with the
+        vectors already stored instead of re-embedding every flagged memory (and falls
+        back to embedding where an index lacks it)."""
+        validate_namespace(namespace)
+        wanted = list(dict.fromkeys(_check_ids(ids, "stored_vectors")))
+        if not wanted:
+            return {}
+        with self._guard():
+            col = self._collection(namespace)
+            if col is None:
+                return {}
+            size = self._batch_size()
+
+            def fetch(c: Any) -> dict[str, Vector]:
+                out: dict[str, Vector] = {}
+                for s in _chunks(len(wanted), size):
+                    r = c.get(ids=wanted[s], include=["embeddings"])
+                    for i, v in zip(r["ids"], r["embeddings"], strict=True):
+                        out[i] = np.asarray(v, dtype=np.float32)
+                return out
+
+            got = self._call(namespace, fetch)
+        return got or {}
+
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
     ) -> None:

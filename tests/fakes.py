@@ -266,6 +266,10 @@ class InMemoryVectorIndex:
             if i in space
         }
 
+    def stored_vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        space = self._items.get(namespace, {})
+        return {i: space[i][0].copy() for i in ids if i in space}
+
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
     ) -> None:
