@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from .policy import Policy
 
@@ -128,3 +129,164 @@ def initial_importance(text: str, policy: Policy, entities: frozenset[str] | Non
     if has_number(stripped):
         score += policy.number_boost
     return round(min(1.0, max(0.0, score)), 6)
+
+
+# --- lexical terms: the one set of text rules every BM25 channel shares ----------------------
+#
+# The SQLite tier indexes `" ".join(lexical_terms(text))` with FTS5's `ascii` tokenizer (which
+# splits only on ASCII non-alphanumerics, so each term below stays one token) and a Python or
+# Lua BM25 (the Redis tier) can index the very same list: both tiers then agree term for term.
+# Scoring is FTS5's bm25(): k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) clamped
+# to 1e-6 when not positive, document length = len(lexical_terms(text)).
+
+_TERM = re.compile(r"[^\W_]+")
+_STOP_WORD_TEXT = """
+    a an and are as at be been being but by can could did do does for from had has have he
+    her hers him his how i if in into is it its me my no not of on or our ours she so than
+    that the their them then there these they this those to was we were what when where
+    which who whom whose why will with would you your yours
+"""
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
+MAX_QUERY_TERMS = 64  # a pasted document must not become an OR of thousands of terms
+_STEM_MIN, _STEM_MAX = 3, 64  # shorter or longer tokens pass through unstemmed (as in FTS5)
+
+
+def _fold(text: str) -> str:
+    """Casefold and drop diacritics ('Café' and 'cafe' are one term)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def lexical_terms(text: str) -> list[str]:
+    """The terms a document is indexed under, in order, repeats kept (BM25 counts them):
+    letters and digits folded, each word Porter-stemmed so 'painting' finds 'painted'."""
+    return [porter_stem(w) for w in _TERM.findall(_fold(text))]
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct terms a query searches for. English function words are dropped when other
+    words remain: their IDF is near 0, so they hardly move the ranking, but each one makes BM25
+    score almost every document (natural-language questions ran 2-5x slower with them)."""
+    words = list(dict.fromkeys(_TERM.findall(_fold(text))))
+    content = [w for w in words if w not in STOP_WORDS] or words
+    return list(dict.fromkeys(porter_stem(w) for w in content))[:MAX_QUERY_TERMS]
+
+
+# Porter (1980), the original algorithm (the one FTS5's `porter` tokenizer implements).
+
+
+def _is_consonant(w: str, i: int) -> bool:
+    c = w[i]
+    if c in "aeiou":
+        return False
+    if c == "y":
+        return i == 0 or not _is_consonant(w, i - 1)
+    return True
+
+
+def _measure(stem: str) -> int:
+    """m in [C](VC)^m[V]."""
+    m, prev_vowel = 0, False
+    for i in range(len(stem)):
+        vowel = not _is_consonant(stem, i)
+        if prev_vowel and not vowel:
+            m += 1
+        prev_vowel = vowel
+    return m
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _is_consonant(stem, i) for i in range(len(stem)))
+
+
+def _double_consonant(w: str) -> bool:
+    return len(w) >= 2 and w[-1] == w[-2] and _is_consonant(w, len(w) - 1)
+
+
+def _cvc(w: str) -> bool:
+    """Ends consonant-vowel-consonant, the last not w, x or y (hop, not snow)."""
+    n = len(w)
+    return (
+        n >= 3
+        and _is_consonant(w, n - 1)
+        and not _is_consonant(w, n - 2)
+        and _is_consonant(w, n - 3)
+        and w[-1] not in "wxy"
+    )
+
+
+_STEP2 = (
+    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
+    ("abli", "able"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
+    ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
+    ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
+)
+_STEP3 = (
+    ("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"),
+    ("ful", ""), ("ness", ""),
+)
+_STEP4 = (
+    "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion",
+    "ou", "ism", "ate", "iti", "ous", "ive", "ize",
+)
+# The longest suffix is tried first; when its condition fails no shorter one is tried.
+_STEP2_BY_LENGTH = sorted(_STEP2, key=lambda p: -len(p[0]))
+_STEP3_BY_LENGTH = sorted(_STEP3, key=lambda p: -len(p[0]))
+_STEP4_BY_LENGTH = sorted(_STEP4, key=len, reverse=True)
+
+
+def _replace(w: str, rules: Sequence[tuple[str, str]], min_measure: int) -> str:
+    for suffix, repl in rules:
+        if w.endswith(suffix):
+            stem = w[: -len(suffix)]
+            return stem + repl if _measure(stem) > min_measure else w
+    return w
+
+
+def porter_stem(word: str) -> str:
+    """The Porter stem of one lower-case word; anything not a-z, or shorter than 3 or longer
+    than 64 letters, is returned unchanged."""
+    if not (_STEM_MIN <= len(word) <= _STEM_MAX) or not word.isascii() or not word.isalpha():
+        return word
+    w = word
+    # step 1a
+    if w.endswith("sses") or w.endswith("ies"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    # step 1b
+    if w.endswith("eed"):
+        if _measure(w[:-3]) > 0:
+            w = w[:-1]
+    else:
+        for suffix in ("ed", "ing"):
+            if w.endswith(suffix) and _has_vowel(w[: -len(suffix)]):
+                w = w[: -len(suffix)]
+                if w.endswith(("at", "bl", "iz")):
+                    w += "e"
+                elif _double_consonant(w) and w[-1] not in "lsz":
+                    w = w[:-1]
+                elif _measure(w) == 1 and _cvc(w):
+                    w += "e"
+                break
+    # step 1c
+    if w.endswith("y") and _has_vowel(w[:-1]):
+        w = w[:-1] + "i"
+    w = _replace(w, _STEP2_BY_LENGTH, 0)
+    w = _replace(w, _STEP3_BY_LENGTH, 0)
+    # step 4
+    for suffix in _STEP4_BY_LENGTH:
+        if w.endswith(suffix):
+            stem = w[: -len(suffix)]
+            if _measure(stem) > 1 and (suffix != "ion" or stem.endswith(("s", "t"))):
+                w = stem
+            break
+    # step 5
+    if w.endswith("e"):
+        stem = w[:-1]
+        m = _measure(stem)
+        if m > 1 or (m == 1 and not _cvc(stem)):
+            w = stem
+    if _measure(w) > 1 and _double_consonant(w) and w.endswith("l"):
+        w = w[:-1]
+    return w

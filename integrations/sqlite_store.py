@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import secrets
 import socket
 import sqlite3
@@ -50,7 +49,7 @@ from reverie.core.errors import (
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier, validate_namespace
 from reverie.core.ports import LexicalHit, WriteBatch
 from reverie.core.scoring import reinforce
-from reverie.core.text import content_hash
+from reverie.core.text import content_hash, lexical_terms, query_terms
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -61,16 +60,6 @@ _USER_META_PREFIX = "user."  # user meta keys cannot collide with the store's ow
 _BUSY_TIMEOUT_MS = 10_000
 # Well under SQLite's bound-parameter limit (999 on old builds), so IN (...) lists are safe.
 _CHUNK = 400
-# A query of a whole document should not turn into an OR of thousands of terms.
-_MAX_QUERY_TERMS = 64
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOP_WORD_TEXT = """
-    a an and are as at be been being but by can could did do does for from had has have he
-    her hers him his how i if in into is it its me my no not of on or our ours she so than
-    that the their them then there these they this those to was we were what when where
-    which who whom whose why will with would you your yours
-"""
-_STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Full-text rowids are 63-bit: 36 bits of record seq (6.9e10 rows), 26 of namespace number.
 _SEQ_BITS = 36
@@ -190,7 +179,26 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO meta (name, value) VALUES (?, ?)", (_MARKER_NAME, _MARKER_VALUE))
 
 
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1,)
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    """The lexical index holds `core.text.lexical_terms` (folded, Porter-stemmed in Python)
+    under FTS5's `ascii` tokenizer, which keeps each of those terms one token: the text rules
+    then live in one pure function that every tier's BM25 shares, instead of inside SQLite.
+    Rebuilt from the records, so files written before keep searching (with the new rules)."""
+    conn.execute("DROP TABLE memory_fts")
+    conn.execute("CREATE VIRTUAL TABLE memory_fts USING fts5(text, tokenize = 'ascii')")
+    rows = conn.execute(
+        """
+        SELECT n.num, m.seq, json_extract(m.record, '$.text') FROM memories m
+        JOIN namespace_ids n ON n.name = m.namespace WHERE m.status = 'active'
+        """
+    )
+    conn.executemany(
+        "INSERT INTO memory_fts (rowid, text) VALUES (?, ?)",
+        ((_fts_rowid(num, seq), _fts_document(text)) for num, seq, text in rows),
+    )
+
+
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1, _migrate_to_2)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -234,20 +242,19 @@ def _fts_range(ns_num: int) -> tuple[int, int]:
     return _fts_rowid(ns_num, 0), _fts_rowid(ns_num, _SEQ_MASK)
 
 
+def _fts_document(text: str) -> str:
+    return " ".join(lexical_terms(text))
+
+
 def fts_query(text: str) -> str | None:
     """A MATCH expression that cannot be an FTS5 syntax error, whatever the user typed.
 
-    Each word is quoted (so `AND`, `NEAR(`, `*`, `-` and quotes lose their meaning) and the
-    words are OR-ed: FTS5's implicit AND drops every document missing one query word, which
-    is far too strict for recall; BM25 still ranks documents matching more and rarer words
-    first. English function words are dropped when other words remain: their IDF is low (or
-    clamped to ~0 once they are in most rows), so they hardly move the ranking, but each one
-    makes FTS5 score almost every row (natural-language questions ran 2-5x slower with them
-    at 10k rows). Returns None when the text has no words.
+    The terms are `core.text.query_terms` (the rules every lexical tier shares), each quoted
+    (so `AND`, `NEAR(`, `*`, `-` and quotes lose their meaning) and OR-ed: FTS5's implicit AND
+    drops every document missing one query word, which is far too strict for recall; BM25
+    still ranks documents matching more and rarer words first. None when there are no words.
     """
-    words = list(dict.fromkeys(t.casefold() for t in _WORD.findall(text)))
-    content = [w for w in words if w not in _STOP_WORDS]
-    terms = (content or words)[:_MAX_QUERY_TERMS]
+    terms = query_terms(text)
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
@@ -599,7 +606,8 @@ class SQLiteStore:
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (fts_rowid,))
         if m.is_active and not (was_indexed and same_text):
             conn.execute(
-                "INSERT INTO memory_fts (rowid, text) VALUES (?, ?)", (fts_rowid, m.text)
+                "INSERT INTO memory_fts (rowid, text) VALUES (?, ?)",
+                (fts_rowid, _fts_document(m.text)),
             )
         conn.execute(
             "DELETE FROM memory_entities WHERE namespace = ? AND memory_id = ?", (ns, m.id)

@@ -22,7 +22,7 @@ from reverie.core.errors import (
     SchemaTooNew,
     StoreCorrupt,
 )
-from reverie.core.models import Edge, EdgeType, Kind, Memory, Tier
+from reverie.core.models import Edge, EdgeType, Kind, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
 from reverie.integrations.sqlite_store import SCHEMA_VERSION, SQLiteStore
 
@@ -231,3 +231,51 @@ def test_four_processes_touching_one_memory_lose_no_count(tmp_path: Path) -> Non
         assert shared is not None
         assert shared.access_count == 400 and shared.version == 401
         assert len(shared.recent_accesses) == 16
+
+
+def _as_version_1(path: Path) -> None:
+    """Turn a file into what schema version 1 wrote: raw text under FTS5's own porter."""
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE memory_fts")
+    conn.execute(
+        "CREATE VIRTUAL TABLE memory_fts USING fts5("
+        "text, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        "INSERT INTO memory_fts (rowid, text) SELECT (n.num << 36) | m.seq, "
+        "json_extract(m.record, '$.text') FROM memories m "
+        "JOIN namespace_ids n ON n.name = m.namespace WHERE m.status = 'active'"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    painted = make_memory("a", "Melanie PAINTED a sunrise over the lake at the café")
+    old = make_memory("b", "Melanie painted the old fence", status=Status.SUPERSEDED)
+    other = make_memory("c", "Melanie painted a sunrise", namespace="other")
+    with SQLiteStore(path) as store:
+        store.commit(WriteBatch("ns", (painted, old)))
+        store.commit(WriteBatch("other", (other,)))
+    _as_version_1(path)
+    conn = sqlite3.connect(path)
+    assert "porter" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_fts'"
+                                    ).fetchone()[0]
+    conn.close()
+    with SQLiteStore(path) as store:
+        # stemming and folding now come from core.text: 'paintings' finds 'PAINTED', 'cafe'
+        # finds 'café'; superseded text and other namespaces stay out of the index
+        assert [h.id for h in store.search("ns", "paintings", 5)] == ["a"]
+        assert [h.id for h in store.search("ns", "cafe", 5)] == ["a"]
+        assert [h.id for h in store.search("ns", "fence", 5)] == []
+        assert [h.id for h in store.search("other", "sunrise", 5)] == ["c"]
+        assert store.get("ns", "a") == painted
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert conn.execute("SELECT text FROM memory_fts").fetchall() == [
+        ("melani paint a sunris over the lake at the cafe",),  # namespace ns first (num 1)
+        ("melani paint a sunris",),
+    ]
+    conn.close()
