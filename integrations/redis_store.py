@@ -60,7 +60,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingExtra("The Redis store (reverie.integrations.redis_store)", "redis") from e
 
 from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
-from .redis_lexical import bm25_top
+from .redis_lexical import BM25_ARGS, BM25_SCRIPT
 from .redis_plan import (
     CheckedBatch,
     Command,
@@ -109,6 +109,29 @@ if cur then
   if tok == ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 end
 return 0
+"""
+# KEYS: adjacency sets. The degree of each (edges in plus out).
+_DEGREES = """
+local out = {}
+for i = 1, #KEYS do out[i] = redis.call('SCARD', KEYS[i]) end
+return out
+"""
+# KEYS: the edge hash, then adjacency sets. Every edge touching them, once: [field, weight, ...]
+_EDGES = """
+local seen, out = {}, {}
+for i = 2, #KEYS do
+  for _, f in ipairs(redis.call('SMEMBERS', KEYS[i])) do
+    if not seen[f] then
+      seen[f] = true
+      local w = redis.call('HGET', KEYS[1], f)
+      if w then
+        out[#out + 1] = f
+        out[#out + 1] = w
+      end
+    end
+  end
+end
+return out
 """
 
 
@@ -238,6 +261,9 @@ class RedisStore:
         self._closed = False
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._degrees = client.register_script(_DEGREES)
+        self._edges = client.register_script(_EDGES)
+        self._bm25 = client.register_script(BM25_SCRIPT)
         self._guard(client.ping)
 
     @classmethod
@@ -554,36 +580,24 @@ class RedisStore:
     def edges(self, namespace: str, ids: Iterable[str]) -> list[Edge]:
         keys = self._keys(namespace)
         wanted = _unique(ids)
-        if not wanted:
-            return []
-
-        def read() -> list[Edge]:
-            with self._client.pipeline(transaction=False) as pipe:
-                for i in wanted:
-                    pipe.smembers(keys.adjacency(i))
-                names = sorted(set().union(*pipe.execute()))
-            if not names:
-                return []
-            weights = self._client.hmget(keys.edges, names)
-            return [parse_edge_field(n, w) for n, w in zip(names, weights, strict=True)
-                    if w is not None]
-
-        return self._guard(read)
+        seen: dict[str, float] = {}
+        for chunk in _chunks(wanted):
+            flat = self._guard(
+                self._edges, [keys.edges, *(keys.adjacency(i) for i in chunk)], []
+            )
+            for name, weight in zip(flat[::2], flat[1::2], strict=True):
+                seen[name] = float(weight)
+        return [parse_edge_field(name, w) for name, w in seen.items()]
 
     def degrees(self, namespace: str, ids: Iterable[str]) -> dict[str, int]:
         """Edges in plus out, for every requested id (0 when it has none)."""
         keys = self._keys(namespace)
         wanted = _unique(ids)
-        if not wanted:
-            return {}
-
-        def read() -> list[int]:
-            with self._client.pipeline(transaction=False) as pipe:
-                for i in wanted:
-                    pipe.scard(keys.adjacency(i))
-                return [int(n) for n in pipe.execute()]
-
-        return dict(zip(wanted, self._guard(read), strict=True))
+        result: dict[str, int] = {}
+        for chunk in _chunks(wanted):
+            counts = self._guard(self._degrees, [keys.adjacency(i) for i in chunk], [])
+            result.update({i: int(n) for i, n in zip(chunk, counts, strict=True)})
+        return result
 
     def namespaces(self) -> list[str]:
         """Names from the namespace set, those that still hold a memory; never a SCAN."""
@@ -602,40 +616,18 @@ class RedisStore:
     # --- LexicalIndex ---------------------------------------------------------------------
 
     def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
-        """BM25 over the namespace's active texts (postings hold nothing else)."""
+        """BM25 over the namespace's active texts (postings hold nothing else), scored by
+        a Lua script beside the postings (`redis_lexical` says why)."""
         keys = self._keys(namespace)
         terms = query_terms(query)
         if not terms or k <= 0:
             return []
-
-        def read() -> tuple[list[Any], dict[str, int], dict[str, float]]:
-            with self._client.pipeline(transaction=True) as pipe:
-                pipe.hmget(keys.stats, ["docs", "terms"])
-                for term in terms:
-                    pipe.hgetall(keys.term(term))
-                stats, *postings = pipe.execute()
-            candidates = sorted(set().union(*(p.keys() for p in postings)))
-            lengths: dict[str, int] = {}
-            seqs: dict[str, float] = {}
-            for chunk in _chunks(candidates):
-                with self._client.pipeline(transaction=True) as pipe:
-                    pipe.hmget(keys.doclen, list(chunk))
-                    pipe.zmscore(keys.all, list(chunk))
-                    lens, scores = pipe.execute()
-                for i, n, s in zip(chunk, lens, scores, strict=True):
-                    if n is not None:  # removed since the postings were read
-                        lengths[i] = int(n)
-                        seqs[i] = s or 0.0
-            return [stats, *postings], lengths, seqs
-
-        (stats, *postings), lengths, seqs = self._guard(read)
-        docs, total = (int(x) if x is not None else 0 for x in stats)
-        table = {
-            term: {i: int(tf) for i, tf in p.items() if i in lengths}
-            for term, p in zip(terms, postings, strict=True)
-        }
-        order = {i: int(s) for i, s in seqs.items()}
-        return [LexicalHit(i, s) for i, s in bm25_top(table, lengths, docs, total, k, order)]
+        flat = self._guard(
+            self._bm25,
+            [keys.stats, keys.doclen, keys.all, *(keys.term(t) for t in terms)],
+            [int(k), *(repr(x) for x in BM25_ARGS)],
+        )
+        return [LexicalHit(i, float(s)) for i, s in zip(flat[::2], flat[1::2], strict=True)]
 
     # --- meta, journal, lock --------------------------------------------------------------
 
