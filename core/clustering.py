@@ -210,7 +210,7 @@ def _canonical(
         ids=[items.ids[i] for i in order],
         vectors=_unit(np.asarray(items.vectors)[perm]),
         importance=np.asarray(items.importance, dtype=np.float64)[perm],
-        entities=[items.entities[i] for i in order],
+        entities=[frozenset(items.entities[i]) for i in order],
     )
     groups = run(canon, policy)
     mapped = [sorted(order[i] for i in g) for g in groups if len(g) >= 2]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from reverie.core.clustering import (
     STRATEGIES,
     ClusterInput,
+    knn,
     make_clusterer,
     recombination_history,
 )
@@ -108,6 +109,26 @@ def test_union_find_on_blobs_finds_each_blob() -> None:
     x = blobs(4, 5, 32, 0.05, seed=1)
     got = UF(items(x), Policy())
     assert got == [list(range(b * 5, b * 5 + 5)) for b in range(4)]
+
+
+def test_knn_is_exact_and_the_threshold_only_drops_weaker_neighbours() -> None:
+    # 2-D points at known angles: the neighbours of the 0-degree point are 10, 30, 70 degrees
+    pts = at(0, 10, 30, 70, 180)
+    idx, sim = knn(pts, 3)
+    assert idx[0].tolist() == [1, 2, 3]
+    assert sim[0] == pytest.approx([math.cos(math.radians(a)) for a in (10, 30, 70)], abs=1e-6)
+    # a bar of cos 45 keeps the first two, pads the rest
+    idx_bar, sim_bar = knn(pts, 3, min_sim=math.cos(math.radians(45)))
+    assert idx_bar[0].tolist() == [1, 2, -1]
+    assert sim_bar[0][2] == -np.inf
+    # on random data, the thresholded rows are the full rows with the weak tail cut
+    x = blobs(40, 5, 16, 0.3, seed=9)
+    full_idx, full_sim = knn(x, 8)
+    cut_idx, _ = knn(x, 8, min_sim=0.8)
+    strong = full_sim >= 0.8
+    assert 0 < strong.sum() < strong.size
+    assert np.array_equal(cut_idx[strong], full_idx[strong])
+    assert np.all(cut_idx[~strong] == -1)
 
 
 # ------------------------------------------------------------------ recombination
