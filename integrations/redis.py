@@ -7,6 +7,7 @@ is the short import path.
 
 from __future__ import annotations
 
+from .redis_async import AsyncRedisStore
 from .redis_store import RedisStore, client_from_url, is_redis_url
 
-__all__ = ["RedisStore", "client_from_url", "is_redis_url"]
+__all__ = ["AsyncRedisStore", "RedisStore", "client_from_url", "is_redis_url"]

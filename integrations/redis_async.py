@@ -1,0 +1,462 @@
+"""The asyncio twin of `RedisStore`, on `redis.asyncio`, for an event loop that must not
+block on the record store (an async agent server, `MemoryEngine`'s async paths).
+
+It shares everything that decides *what* is written with the sync store — validation and
+the write plan (`redis_plan`), the key layout (`redis_keys`), the Lua scripts (BM25,
+edges, degrees, the lease) — so the two can run side by side on one Redis and agree; only
+the I/O differs. Same URLs as the sync store: redis://, rediss:// (TLS), redis+cluster://.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager, suppress
+from datetime import datetime
+from typing import Any, TypeVar
+
+from reverie.core.clock import utc
+from reverie.core.codec import memory_to_dict
+from reverie.core.errors import BackendUnavailable, InvalidInput, MissingExtra, ReverieError
+from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
+from reverie.core.ports import LexicalHit, WriteBatch
+from reverie.core.scoring import reinforce
+from reverie.core.text import content_hash, query_terms
+
+try:
+    import redis.asyncio as aioredis
+    from redis.exceptions import RedisError, WatchError
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise MissingExtra("The async Redis store (reverie.integrations.redis_async)", "redis") from e
+
+from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
+from .redis_lexical import BM25_ARGS, BM25_SCRIPT
+from .redis_plan import (
+    CheckedBatch,
+    Command,
+    Stored,
+    check_batch,
+    dumps,
+    edge_field,
+    load_memory,
+    parse_doc,
+    parse_edge_field,
+    plan_commit,
+    plan_delete,
+)
+from .redis_store import (
+    _ACQUIRE,
+    _BACKOFF_MAX_S,
+    _CONNECT_TIMEOUT_S,
+    _DEGREES,
+    _EDGES,
+    _RELEASE,
+    _SOCKET_TIMEOUT_S,
+    _WRITE_DEADLINE_S,
+    _check_batch_size,
+    _check_ttl,
+    _check_window,
+    _chunks,
+    _safe,
+    _unique,
+    empty_counts,
+    entity_order,
+    holder_name,
+    is_redis_url,
+    lock_busy,
+    status_sources,
+    tier_filter,
+)
+
+__all__ = ["AsyncRedisStore"]
+
+T = TypeVar("T")
+
+
+def async_client_from_url(url: str, **options: Any) -> Any:
+    kwargs: dict[str, Any] = {
+        "decode_responses": True,
+        "socket_connect_timeout": _CONNECT_TIMEOUT_S,
+        "socket_timeout": _SOCKET_TIMEOUT_S,
+        **options,
+    }
+    if url.startswith(("redis+cluster://", "rediss+cluster://")):
+        return aioredis.RedisCluster.from_url(url.replace("+cluster://", "://", 1), **kwargs)
+    if not is_redis_url(url):
+        raise InvalidInput(
+            f"not a Redis URL: {url!r}; use redis://host:port/db, rediss:// (TLS) or "
+            "redis+cluster://host:port"
+        )
+    try:
+        return aioredis.Redis.from_url(url, **kwargs)
+    except ValueError as e:
+        raise InvalidInput(f"invalid Redis URL {_safe(url)}: {e}") from None
+
+
+class AsyncRedisStore:
+    """Async RecordStore operations on Redis / Redis Cluster; see `RedisStore`.
+
+    Build with `await AsyncRedisStore.open(url)` (it pings the server, so a wrong URL
+    fails at once with `BackendUnavailable`), close with `await store.aclose()`.
+    """
+
+    def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX, name: str = "redis") -> None:
+        self._client = client
+        self._prefix = validate_prefix(prefix)
+        self._name = name
+        self._namespaces_key, self._meta_key = global_keys(self._prefix)
+        self._closed = False
+        self._acquire = client.register_script(_ACQUIRE)
+        self._release = client.register_script(_RELEASE)
+        self._degrees = client.register_script(_DEGREES)
+        self._edges = client.register_script(_EDGES)
+        self._bm25 = client.register_script(BM25_SCRIPT)
+
+    @classmethod
+    async def open(
+        cls, url: str, *, prefix: str = DEFAULT_PREFIX, **options: Any
+    ) -> AsyncRedisStore:
+        client = async_client_from_url(url, **options)
+        store = cls(client, prefix=prefix, name=_safe(url))
+        try:
+            await store._guard(client.ping())
+        except BaseException:
+            await store.aclose()
+            raise
+        return store
+
+    def _keys(self, namespace: str) -> NamespaceKeys:
+        return NamespaceKeys(self._prefix, namespace)
+
+    async def _guard(self, aw: Awaitable[T]) -> T:
+        if self._closed:
+            if asyncio.iscoroutine(aw):
+                aw.close()
+            raise BackendUnavailable(f"the Redis store at {self._name} is closed")
+        try:
+            return await aw
+        except ReverieError:
+            raise
+        except RedisError as e:
+            raise BackendUnavailable(
+                f"Redis at {self._name} failed: {type(e).__name__}: {e}; nothing of the "
+                "failed operation was applied — check that the server is up and retry"
+            ) from None
+
+    async def _transact(
+        self, watch: Sequence[str], body: Callable[[Any], Awaitable[list[Command]]]
+    ) -> None:
+        deadline = time.monotonic() + _WRITE_DEADLINE_S
+        attempt = 0
+        while True:
+            async with self._client.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(*watch)
+                    cmds = await body(pipe)
+                    if not cmds:
+                        await pipe.reset()
+                        return
+                    pipe.multi()
+                    for cmd in cmds:
+                        pipe.execute_command(*cmd)
+                    await pipe.execute()
+                    return
+                except WatchError:
+                    pass
+            attempt += 1
+            if time.monotonic() > deadline:
+                raise BackendUnavailable(
+                    f"Redis at {self._name}: a write lost {attempt} races in a row over "
+                    f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry later"
+                )
+            await asyncio.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
+
+    async def _read_records(
+        self, conn: Any, keys: NamespaceKeys, ids: Sequence[str]
+    ) -> dict[str, Memory]:
+        found: dict[str, Memory] = {}
+        for chunk in _chunks(ids):
+            names = [keys.record(i) for i in chunk]
+            raws = await conn.execute_command("MGET", *names)
+            for memory_id, name, raw in zip(chunk, names, raws, strict=True):
+                if raw is not None:
+                    found[memory_id] = load_memory(raw, name)
+        return found
+
+    # --- writes ---------------------------------------------------------------------------
+
+    async def commit(self, batch: WriteBatch) -> None:
+        checked = check_batch(batch, self._prefix)
+        if not checked.ids and not checked.edges and not checked.removals:
+            return
+        if checked.ids:
+            await self._guard(self._client.sadd(self._namespaces_key, checked.namespace))
+
+        async def body(pipe: Any) -> list[Command]:
+            return await self._plan(pipe, checked)
+
+        await self._guard(self._transact(checked.watch_keys(), body))
+
+    async def _plan(self, pipe: Any, batch: CheckedBatch) -> list[Command]:
+        k = batch.keys
+        ids = list(batch.ids)
+        records = await self._read_records(pipe, k, ids)
+        stored_ids = [i for i in ids if i in records]
+        seqs: dict[str, int] = {}
+        docs: dict[str, tuple[int, list[str]]] = {}
+        if stored_ids:
+            scores = await pipe.zmscore(k.all, stored_ids)
+            seqs = {i: int(s) for i, s in zip(stored_ids, scores, strict=True) if s is not None}
+            for memory_id, raw in zip(stored_ids, await pipe.hmget(k.doc, stored_ids),
+                                      strict=True):
+                doc = parse_doc(raw)
+                if doc is not None:
+                    docs[memory_id] = doc
+        hash_members = {
+            d: set(await pipe.smembers(k.text_hash(d))) for d in batch.new_digests
+        }
+        edge_weights: dict[str, float] = {}
+        if batch.edges:
+            names = list(dict.fromkeys(edge_field(e.src, e.dst, e.type.value) for e in batch.edges))
+            for name, weight in zip(names, await pipe.hmget(k.edges, names), strict=True):
+                if weight is not None:
+                    edge_weights[name] = float(weight)
+        stored = Stored(records, seqs, docs, hash_members, edge_weights)
+        new = sum(1 for i in ids if i not in records)
+        first_seq = int(await pipe.incrby(k.seq, new)) - new + 1 if new else 0
+        return plan_commit(batch, stored, first_seq)
+
+    async def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:
+        keys = self._keys(namespace)
+        _check_window(window)
+        when = utc(at)
+        wanted = _unique(ids)
+        for chunk in _chunks(wanted):
+
+            async def body(pipe: Any, chunk: Sequence[str] = chunk) -> list[Command]:
+                records = await self._read_records(pipe, keys, chunk)
+                return [
+                    ("SET", keys.record(i),
+                     dumps(memory_to_dict(reinforce(m, when, window)), "memory"))
+                    for i, m in records.items()
+                ]
+
+            await self._guard(self._transact([keys.record(i) for i in chunk], body))
+
+    async def delete(self, namespace: str, ids: Iterable[str]) -> int:
+        keys = self._keys(namespace)
+        wanted = _unique(ids)
+        deleted = 0
+        for chunk in _chunks(wanted):
+            found = [0]
+
+            async def body(
+                pipe: Any, chunk: Sequence[str] = chunk, found: list[int] = found
+            ) -> list[Command]:
+                records = await self._read_records(pipe, keys, chunk)
+                docs: dict[str, tuple[int, list[str]]] = {}
+                if records:
+                    present = list(records)
+                    for memory_id, raw in zip(present, await pipe.hmget(keys.doc, present),
+                                              strict=True):
+                        doc = parse_doc(raw)
+                        if doc is not None:
+                            docs[memory_id] = doc
+                adjacency = {i: set(await pipe.smembers(keys.adjacency(i))) for i in chunk}
+                found[0] = len(records)
+                return plan_delete(keys, records, docs, adjacency, chunk)
+
+            watch = [keys.record(i) for i in chunk] + [keys.adjacency(i) for i in chunk]
+            await self._guard(self._transact(watch, body))
+            deleted += found[0]
+        return deleted
+
+    # --- reads ----------------------------------------------------------------------------
+
+    async def get(self, namespace: str, memory_id: str) -> Memory | None:
+        name = self._keys(namespace).record(memory_id)
+        raw = await self._guard(self._client.get(name))
+        return None if raw is None else load_memory(raw, name)
+
+    async def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
+        keys = self._keys(namespace)
+        wanted = _unique(ids)
+        found = await self._guard(self._read_records(self._client, keys, wanted))
+        return {i: found[i] for i in wanted if i in found}
+
+    async def _seqs(self, keys: NamespaceKeys, ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in _chunks(list(ids)):
+            scores = await self._guard(self._client.zmscore(keys.all, list(chunk)))
+            out.update({i: int(s) for i, s in zip(chunk, scores, strict=True) if s is not None})
+        return out
+
+    async def find_by_hash(self, namespace: str, content_hash_: str) -> Memory | None:
+        keys = self._keys(namespace)
+        ids = sorted(await self._guard(self._client.smembers(keys.text_hash(content_hash_))))
+        records = await self.get_many(namespace, ids)
+        hits = [m for m in records.values()
+                if m.is_active and m.key is None and content_hash(m.text) == content_hash_]
+        if not hits:
+            return None
+        seqs = await self._seqs(keys, [m.id for m in hits])
+        return min(hits, key=lambda m: seqs.get(m.id, 0))
+
+    async def find_by_key(self, namespace: str, key: str) -> list[Memory]:
+        keys = self._keys(namespace)
+        ids = sorted(await self._guard(self._client.smembers(keys.fact_key(key))))
+        records = [m for m in (await self.get_many(namespace, ids)).values() if m.key == key]
+        seqs = await self._seqs(keys, [m.id for m in records])
+        return sorted(records, key=lambda m: (m.valid_since, seqs.get(m.id, 0)))
+
+    async def find_by_entity(self, namespace: str, entity: str, limit: int) -> list[Memory]:
+        keys = self._keys(namespace)
+        if limit <= 0:
+            return []
+        name = keys.entity(entity)
+        top = await self._guard(self._client.zrevrange(name, 0, int(limit) - 1, withscores=True))
+        if not top:
+            return []
+        last = top[-1][1]
+        ties = await self._guard(self._client.zrangebyscore(name, last, last))
+        ids = list(dict.fromkeys([i for i, _ in top] + list(ties)))
+        active = [m for m in (await self.get_many(namespace, ids)).values() if m.is_active]
+        seqs = await self._seqs(keys, [m.id for m in active])
+        return entity_order([(m, seqs.get(m.id, 0)) for m in active], int(limit))
+
+    async def scan(
+        self,
+        namespace: str,
+        *,
+        statuses: Iterable[Status] | None = None,
+        tiers: Iterable[Tier] | None = None,
+        batch_size: int = 500,
+    ) -> AsyncIterator[Memory]:
+        keys = self._keys(namespace)
+        size = _check_batch_size(batch_size)
+        sources, wanted_status = status_sources(keys, statuses)
+        wanted_tier = tier_filter(tiers)
+        if not sources or (wanted_tier is not None and not wanted_tier):
+            return
+        after = 0.0
+        while True:
+            page: list[tuple[float, str]] = []
+            for source in sources:
+                rows = await self._guard(self._client.zrangebyscore(
+                    source, f"({after}", "+inf", start=0, num=size, withscores=True))
+                page.extend((score, member) for member, score in rows)
+            if not page:
+                return
+            page.sort()
+            page = page[:size]
+            ids = [member for _, member in page]
+            records = await self._guard(self._read_records(self._client, keys, ids))
+            for memory_id in ids:
+                m = records.get(memory_id)
+                if m is None:
+                    continue
+                if wanted_status is not None and m.status.value not in wanted_status:
+                    continue
+                if wanted_tier is not None and m.tier.value not in wanted_tier:
+                    continue
+                yield m
+            if len(page) < size:
+                return
+            after = page[-1][0]
+
+    async def count(self, namespace: str) -> dict[str, int]:
+        keys = self._keys(namespace)
+
+        async def read() -> list[Any]:
+            async with self._client.pipeline(transaction=True) as pipe:
+                for s in Status:
+                    pipe.zcard(keys.status(s.value))
+                for t in Tier:
+                    pipe.zcard(keys.tier(t.value))
+                pipe.hlen(keys.edges)
+                return list(await pipe.execute())
+
+        values = await self._guard(read())
+        counts = empty_counts()
+        names = [f"status:{s.value}" for s in Status] + [f"tier:{t.value}" for t in Tier]
+        counts.update({n: int(v) for n, v in zip(names, values, strict=False)})
+        counts["edges"] = int(values[-1])
+        counts["total"] = sum(counts[f"status:{s.value}"] for s in Status)
+        return counts
+
+    async def edges(self, namespace: str, ids: Iterable[str]) -> list[Edge]:
+        keys = self._keys(namespace)
+        seen: dict[str, float] = {}
+        for chunk in _chunks(_unique(ids)):
+            flat = await self._guard(self._edges(
+                keys=[keys.edges, *(keys.adjacency(i) for i in chunk)], args=[]))
+            for name, weight in zip(flat[::2], flat[1::2], strict=True):
+                seen[name] = float(weight)
+        return [parse_edge_field(name, w) for name, w in seen.items()]
+
+    async def degrees(self, namespace: str, ids: Iterable[str]) -> dict[str, int]:
+        keys = self._keys(namespace)
+        result: dict[str, int] = {}
+        for chunk in _chunks(_unique(ids)):
+            counts = await self._guard(
+                self._degrees(keys=[keys.adjacency(i) for i in chunk], args=[]))
+            result.update({i: int(n) for i, n in zip(chunk, counts, strict=True)})
+        return result
+
+    async def namespaces(self) -> list[str]:
+        names = sorted(await self._guard(self._client.smembers(self._namespaces_key)))
+        out = []
+        for ns in names:
+            if int(await self._guard(self._client.zcard(self._keys(ns).all))) > 0:
+                out.append(ns)
+        return out
+
+    async def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
+        keys = self._keys(namespace)
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return []
+        flat = await self._guard(self._bm25(
+            keys=[keys.stats, keys.doclen, keys.all, *(keys.term(t) for t in terms)],
+            args=[int(k), *(repr(x) for x in BM25_ARGS)],
+        ))
+        return [LexicalHit(i, float(s)) for i, s in zip(flat[::2], flat[1::2], strict=True)]
+
+    # --- lock -----------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AsyncIterator[str]:
+        """The same lease as `RedisStore.lock` (a sync and an async holder exclude each
+        other); raises `LockBusy` when someone else holds it."""
+        key = self._keys(namespace).lock
+        ttl = _check_ttl(ttl_seconds)
+        token = secrets.token_hex(16)
+        ok, current, now = await self._guard(self._acquire(
+            keys=[key], args=[token, str(int(ttl * 1000)), holder_name()]))
+        if not int(ok):
+            raise lock_busy(validate_namespace(namespace), str(current), int(now))
+        try:
+            yield token
+        finally:
+            if not self._closed:
+                await self._guard(self._release(keys=[key], args=[token]))
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            with suppress(RedisError):
+                await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncRedisStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncRedisStore({self._name!r}, prefix={self._prefix!r})"
