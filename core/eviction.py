@@ -364,12 +364,12 @@ def group_candidates(
     engine: MemoryEngine, candidates: Sequence[Memory], vectors: Vector | None
 ) -> tuple[list[list[Memory]], list[Memory]]:
     """Groups to distil: first by meaning (the cycle's default clusterer over the
-    candidates' vectors), then the rest in time order, in near-equal runs of at most
-    `cluster_max_size`, so that a day's decayed small talk becomes one digest. Only
-    a single leftover candidate stays alone."""
+    candidates' vectors); the rest become time-ordered digests of at most
+    `policy.sweep_digest_size`, the important ones (importance above
+    `policy.high_importance`) apart from the rest so a vital fact is not buried among
+    small talk. A band with a single leftover keeps it active, alone."""
     if not candidates:
         return [], []
-    ordered = sorted(candidates, key=lambda m: (m.created_at, m.id))
     groups: list[list[Memory]] = []
     if len(candidates) >= 2 and vectors is not None:
         items = ClusterInput(
@@ -381,18 +381,36 @@ def group_candidates(
         for g in make_clusterer(DEFAULT_STRATEGY)(items, engine.policy):
             groups.append(sorted((candidates[i] for i in g), key=lambda m: (m.created_at, m.id)))
     grouped = {m.id for g in groups for m in g}
-    rest = [m for m in ordered if m.id not in grouped]
-    cap = max(2, engine.policy.cluster_max_size)
-    if len(rest) >= 2:
-        runs = -(-len(rest) // cap)  # ceil
-        size, extra = divmod(len(rest), runs)
-        start = 0
-        for r in range(runs):
-            end = start + size + (1 if r < extra else 0)
-            groups.append(rest[start:end])
-            start = end
-        rest = []
-    return groups, rest
+    ordered = sorted(
+        (m for m in candidates if m.id not in grouped), key=lambda m: (m.created_at, m.id)
+    )
+    high = engine.policy.high_importance
+    lone: list[Memory] = []
+    for band in (
+        [m for m in ordered if m.importance > high],
+        [m for m in ordered if m.importance <= high],
+    ):
+        digests = time_runs(band, engine.policy.sweep_digest_size)
+        groups.extend(d for d in digests if len(d) >= 2)
+        lone.extend(m for d in digests if len(d) < 2 for m in d)
+    return groups, lone
+
+
+def time_runs(ordered: Sequence[Memory], cap: int) -> list[list[Memory]]:
+    """`ordered` cut into the fewest runs of at most `cap` (at least 2), sizes as equal
+    as possible, so no run is a leftover of one when two or more remain."""
+    cap = max(2, cap)
+    if not ordered:
+        return []
+    runs = -(-len(ordered) // cap)  # ceil
+    size, extra = divmod(len(ordered), runs)
+    out: list[list[Memory]] = []
+    start = 0
+    for r in range(runs):
+        end = start + size + (1 if r < extra else 0)
+        out.append(list(ordered[start:end]))
+        start = end
+    return out
 
 
 def sweep(

@@ -111,6 +111,9 @@ class Policy:
     evict_salience: float = 0.15
     gc_salience: float = 0.01
     hard_cap_per_namespace: int = 100_000
+    # the sweep distils decayed memories that share no meaning in time-ordered digests of
+    # at most this many: an extractive digest's embedding blurs as it grows
+    sweep_digest_size: int = 4
     # --- the REM cycle's own machinery (core/consolidation.py)
     synthesis_max_workers: int = 4  # concurrent LLM calls; an LLM call is slow, 200 clusters
     synthesis_retries: int = 2  # re-asks after an unusable answer, before the extractive fallback
@@ -152,6 +155,7 @@ class Policy:
             "cluster_knn", "cluster_max_size", "cluster_hdbscan_min_cluster_size",
             "cluster_hdbscan_min_samples", "cluster_recomb_radius", "cluster_recomb_weight_floor",
             "synthesis_max_workers", "trigger_retrieval_window", "trigger_duplicate_sample",
+            "sweep_digest_size",
         ]:
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")

@@ -326,3 +326,28 @@ def test_forget_a_swept_member_drops_the_digest_and_revives_its_siblings(
     assert engine.store.get(engine.default_namespace, node.id) is None
     assert engine.get(b.id).status is Status.ACTIVE
     assert all("9182" not in str(r) for r in engine.export())
+
+
+def test_digests_are_near_equal_time_runs_and_keep_important_memories_apart(
+    engine: MemoryEngine,
+) -> None:
+    from reverie.core.eviction import group_candidates, time_runs
+
+    words = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
+    small = [
+        engine.observe(f"unrelated remark {w}", importance=0.5, at=T0 + timedelta(minutes=i))
+        for i, w in enumerate(words)
+    ]
+    vital = [
+        engine.observe(f"vital fact {w}", importance=0.9, at=T0 + timedelta(minutes=i))
+        for i, w in enumerate(("kilo", "lima"))
+    ]
+    assert [len(r) for r in time_runs(small, 4)] == [3, 3, 3]  # ceil(9/4) = 3 runs
+    assert [len(r) for r in time_runs(small[:5], 4)] == [3, 2]
+    groups, lone = group_candidates(engine, [*small, *vital], None)  # no vectors: time only
+    assert lone == []
+    assert [[m.id for m in g] for g in groups] == [
+        [m.id for m in vital], *([m.id for m in r] for r in time_runs(small, 4))
+    ]
+    groups, lone = group_candidates(engine, [*small[:3], vital[0]], None)
+    assert [m.id for m in lone] == [vital[0].id]  # alone in its band: stays active
