@@ -1,0 +1,509 @@
+"""Latency of the shared tier against the embedded default, measured in one run.
+
+Two tiers, the same data and the same vectors:
+- embedded: SQLite file + embedded Chroma (the default, `open_engine()`),
+- shared:   Redis (a `redis-server` this script starts on a free port) + a Chroma server
+            (`chroma run`, also started here).
+For each size (10k and 100k memories by default): single `observe` p50/p95 and `recall`
+(k=10, reinforcing) p50/p95. Then observe throughput on the shared tier with 1, 2 and 4
+worker processes writing to one namespace, and each worker's memory (RSS).
+
+Embedding time is excluded everywhere and identical across tiers: every vector is
+computed before any timed section and served from a lookup table. Only the first
+--captions COCO captions (12k) go through the real all-MiniLM-L6-v2 model, to keep the
+model's time bounded on 2 cores; the rest of the corpus is two-caption texts
+("caption A. caption B") whose vector is the normalised sum of the two caption vectors:
+realistic term statistics for BM25, no extra model time.
+
+This machine has 2 cores shared by everything: the worker processes, redis-server and
+the Chroma server all compete for them, so the throughput scaling measured here is a
+floor of what a real deployment (Redis and Chroma on their own hosts) would see.
+
+Run: python benchmarks/latency_tiers.py [--sizes 10000 100000] [--queries 200]
+     [--workers 1 2 4] [--throughput-ops 1200] [--build-budget 1800]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+from latency import pct, texts  # noqa: E402
+
+CAPTIONS = 25_000  # about what clusters.jsonl holds
+NS = "bench"
+
+
+# --- vectors computed once, served from a table ----------------------------------------------
+
+
+class TableEmbedder:
+    """Vectors looked up from a table built before the timed sections: embedding cost is
+    excluded, and both tiers get bit-identical vectors."""
+
+    def __init__(self, table: dict[str, np.ndarray], name: str, dimension: int) -> None:
+        self.table = table
+        self._name = name
+        self._dim = dimension
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dim
+
+    def embed(self, items: Sequence[str]) -> np.ndarray:
+        if not items:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return np.stack([self.table[t] for t in items])
+
+
+def build_table(
+    max_size: int, n_queries: int, extra: int, captions: int, cache: Path | None
+) -> tuple[TableEmbedder, list[str], list[str]]:
+    """(embedder, corpus of max_size + extra texts, queries). Real MiniLM vectors for up
+    to `captions` captions and the queries; two-caption composites beyond them. Vectors
+    are kept in `cache` (outside the project) so a re-run does not embed again."""
+    from reverie.integrations.embedders import LocalEmbedder
+
+    model = LocalEmbedder()
+    n_caps = min(CAPTIONS, captions, max_size + extra)
+    caps = list(dict.fromkeys(texts(n_caps + 200)))[:n_caps]
+    queries = [f"a photo of {t.lower()}" for t in caps[:: max(1, len(caps) // n_queries)]]
+    queries = queries[:n_queries]
+    table: dict[str, np.ndarray] = {}
+    if cache is not None and cache.exists():
+        data = np.load(cache)
+        if str(data["name"]) == model.name:
+            table = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+    missing = [t for t in dict.fromkeys(caps + queries) if t not in table]
+    if missing:
+        t0 = time.perf_counter()
+        print(f"embedding {len(missing)} captions and queries", file=sys.stderr)
+        vecs = np.asarray(model.embed(missing), dtype=np.float32)
+        print(f"  {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        table.update(zip(missing, vecs, strict=True))
+        if cache is not None:
+            np.savez(cache, texts=np.array(list(table)), vectors=np.stack(list(table.values())),
+                     name=model.name)
+    table = {t: table[t] for t in caps + queries}
+    vecs = np.stack([table[t] for t in caps])
+    corpus = list(caps)
+    rng = np.random.default_rng(7)
+    cap_vecs = vecs
+    while len(corpus) < max_size + extra:
+        i, j = rng.integers(0, len(caps), size=2)
+        if i == j:
+            continue
+        text = f"{caps[i].rstrip('.')}. {caps[j]}"
+        if text in table:
+            continue
+        v = cap_vecs[i] + cap_vecs[j]
+        table[text] = (v / np.linalg.norm(v)).astype(np.float32)
+        corpus.append(text)
+    return TableEmbedder(table, model.name, model.dimension), corpus, queries
+
+
+# --- servers -------------------------------------------------------------------------------
+
+
+class Servers:
+    """A redis-server and a Chroma server on free loopback ports, stopped on exit."""
+
+    def __init__(self, base: Path) -> None:
+        from tests.servers import start_chroma, start_redis
+
+        self.redis, self.redis_url = start_redis(base / "redis")
+        try:
+            self.chroma, self.chroma_url = start_chroma(base / "chroma" / "data")
+        except BaseException:
+            self.redis.stop()
+            raise
+
+    def rss_mb(self) -> dict[str, float]:
+        return {
+            "redis_server_rss_mb": _rss_of(self.redis.proc.pid if self.redis.proc else None),
+            "chroma_server_rss_mb": _rss_of(self.chroma.proc.pid if self.chroma.proc else None),
+        }
+
+    def stop(self) -> None:
+        self.chroma.stop()
+        self.redis.stop()
+
+
+def _rss_of(pid: int | None, field: str = "VmRSS") -> float:
+    if pid is None:
+        return float("nan")
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")
+
+
+def open_tier(tier: str, home: Path, servers: Servers, embedder: TableEmbedder) -> Any:
+    from reverie.core import ManualClock
+    from reverie.integrations import open_engine
+
+    clock = ManualClock(datetime(2025, 1, 1, tzinfo=UTC))
+    if tier == "embedded":
+        return open_engine(home, embedder=embedder, clock=clock)
+    return open_engine(
+        home, store=servers.redis_url, vectors=servers.chroma_url, embedder=embedder,
+        clock=clock,
+    )
+
+
+# --- one tier at one size ------------------------------------------------------------------
+
+
+def measure(
+    tier: str,
+    size: int,
+    corpus: list[str],
+    queries: list[str],
+    embedder: TableEmbedder,
+    servers: Servers,
+    tmp: Path,
+    budget_s: float,
+    bulk_above: int,
+) -> dict[str, Any]:
+    from reverie.core.engine import Observation
+
+    ns = f"{NS}-{size}"
+    engine = open_tier(tier, tmp / f"{tier}-{size}", servers, embedder)
+    base = corpus[:size]
+    held_out = corpus[size : size + 100]
+    t0 = time.perf_counter()
+    done = 0
+    chunk = 2000
+    bulk_path = size > bulk_above
+    for i in range(0, size, chunk):
+        if bulk_path:
+            bulk_load(engine, ns, base[i : i + chunk])
+        else:
+            engine.observe_many([Observation(t) for t in base[i : i + chunk]], namespace=ns,
+                                batch_size=256)
+        done = min(size, i + chunk)
+        elapsed = time.perf_counter() - t0
+        print(f"  [{tier} {size}] built {done} in {elapsed:.0f} s", file=sys.stderr)
+        if elapsed > budget_s and done < size:
+            print(f"  [{tier} {size}] build budget exceeded; stopping at {done}",
+                  file=sys.stderr)
+            break
+    bulk = time.perf_counter() - t0
+    obs = []
+    for t in held_out:
+        t1 = time.perf_counter()
+        engine.observe(t, namespace=ns)
+        obs.append(time.perf_counter() - t1)
+
+    def recall(reinforce: bool) -> list[float]:
+        out = []
+        for q in queries:
+            t1 = time.perf_counter()
+            engine.recall(q, namespace=ns, k=10, reinforce=reinforce)
+            out.append(time.perf_counter() - t1)
+        return out
+
+    recall(False)  # warm both tiers' caches the same way
+    r_read, r_full = recall(False), recall(True)
+    stats = engine.stats(namespace=ns)
+    engine.close()
+    return {
+        "tier": tier,
+        "memories": done + len(held_out),
+        "target_memories": size,
+        "complete": done == size,
+        "build_path": "bulk commit" if bulk_path else "observe_many",
+        "stored": stats["total"],
+        "vectors": stats["vectors"],
+        "bulk_observe_per_s": done / bulk,
+        "observe_p50_ms": pct(obs, 50),
+        "observe_p95_ms": pct(obs, 95),
+        "recall_p50_ms": pct(r_full, 50),
+        "recall_p95_ms": pct(r_full, 95),
+        "recall_no_reinforce_p50_ms": pct(r_read, 50),
+        "recall_no_reinforce_p95_ms": pct(r_read, 95),
+    }
+
+
+def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> None:
+    """The bulk path for large sizes, identical for both tiers: traces prepared as
+    `observe` prepares them, committed 1000 to a batch (one transaction), vectors upserted
+    in bulk. It skips the per-item duplicate lookup and entity linking, so a bulk-built
+    namespace has no entity edges (COCO captions have almost no named entities anyway)."""
+    from reverie.core.engine import Observation, _vector_meta
+    from reverie.core.ports import VectorItem, WriteBatch
+    from reverie.core.text import content_hash
+
+    for i in range(0, len(items), chunk):
+        seen: set[str] = set()
+        mems = []
+        for t in items[i : i + chunk]:
+            m = engine._prepare(ns, Observation(t)).memory
+            digest = content_hash(m.text)
+            if digest not in seen and engine.store.find_by_hash(ns, digest) is None:
+                seen.add(digest)
+                mems.append(m)
+        engine.store.commit(WriteBatch(ns, tuple(mems)))
+        vecs = engine.embedder.embed([m.text for m in mems])
+        engine.vectors.upsert(
+            ns, [VectorItem(m.id, v, _vector_meta(m)) for m, v in zip(mems, vecs, strict=True)]
+        )
+
+
+# --- observe throughput with N worker processes on Redis -----------------------------------
+
+
+def _observe_worker(
+    wid: int, vec_file: str, items: list[str], redis_url: str, chroma_url: str, ns: str,
+    barrier: Any, out: Any,
+) -> None:
+    """One agent worker: its own engine on the shared tier, observing its own texts."""
+    try:
+        from reverie.core import ManualClock
+        from reverie.integrations import open_engine
+
+        data = np.load(vec_file)
+        table = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+        embedder = TableEmbedder(table, str(data["name"]), int(data["dim"]))
+        engine = open_engine(
+            Path(tempfile.gettempdir()) / f"reverie-bench-w{os.getpid()}",
+            store=redis_url, vectors=chroma_url, embedder=embedder,
+            clock=ManualClock(datetime(2025, 1, 1, tzinfo=UTC)),
+        )
+        engine.observe("warm-up: open every connection before the clock starts", namespace=ns)
+        barrier.wait(timeout=300)
+        t0 = time.perf_counter()
+        for t in items:
+            engine.observe(t, namespace=ns)
+        elapsed = time.perf_counter() - t0
+        engine.close()
+        out.put({"wid": wid, "ops": len(items), "seconds": elapsed, "end": time.time(),
+                 "start": time.time() - elapsed,
+                 "rss_mb": _rss_of(os.getpid()), "peak_rss_mb": _rss_of(os.getpid(), "VmHWM")})
+    except BaseException as e:  # report, never hang the parent
+        import traceback
+
+        out.put({"wid": wid, "error": f"{e!r}\n{traceback.format_exc()}"})
+
+
+def throughput(
+    workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
+    servers: Servers, tmp: Path,
+) -> list[dict[str, Any]]:
+    ctx = mp.get_context("spawn")
+    rows = []
+    offset = 0
+    warm = "warm-up: open every connection before the clock starts"
+    for n in workers:
+        per = total_ops // n
+        chunks = [corpus[offset + w * per : offset + (w + 1) * per] for w in range(n)]
+        offset += per * n
+        needed = [t for c in chunks for t in c] + [warm]
+        vec_file = tmp / f"vectors-{n}.npz"
+        np.savez(
+            vec_file, texts=np.array(needed), name=embedder.name, dim=embedder.dimension,
+            vectors=np.stack([embedder.table.get(t, embedder.table[corpus[0]])
+                              for t in needed]),
+        )
+        ns = f"throughput-{n}-{uuid.uuid4().hex[:6]}"
+        barrier = ctx.Barrier(n + 1)
+        out = ctx.Queue()
+        procs = [
+            ctx.Process(target=_observe_worker, args=(
+                w, str(vec_file), chunks[w], servers.redis_url, servers.chroma_url, ns,
+                barrier, out,
+            ))
+            for w in range(n)
+        ]
+        for p in procs:
+            p.start()
+        barrier.wait(timeout=600)
+        t0 = time.perf_counter()
+        reports = [out.get(timeout=1800) for _ in procs]
+        wall = time.perf_counter() - t0
+        for p in procs:
+            p.join(timeout=60)
+        errors = [r["error"] for r in reports if "error" in r]
+        if errors:
+            raise RuntimeError("a throughput worker failed:\n" + "\n".join(errors))
+        ops = sum(r["ops"] for r in reports)
+        rows.append({
+            "workers": n,
+            "observes": ops,
+            "wall_s": wall,
+            "observe_per_s": ops / wall,
+            "worker_rss_mb_mean": float(np.mean([r["rss_mb"] for r in reports])),
+            "worker_peak_rss_mb_max": float(np.max([r["peak_rss_mb"] for r in reports])),
+            **servers.rss_mb(),
+        })
+        print(f"  throughput {n} workers: {ops / wall:.0f} observe/s", file=sys.stderr)
+    base = rows[0]["observe_per_s"]
+    for r in rows:
+        r["speedup_vs_1"] = r["observe_per_s"] / base
+    return rows
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"# Latency, embedded default vs shared tier (Redis + Chroma server), {meta['date']}",
+        "",
+        f"Machine: {meta['machine']}; redis-server {meta['redis_version']}, chromadb "
+        f"{meta['chromadb']}; 1-minute load average {meta['load_average_1m_before_after'][0]:.1f}"
+        f" before, {meta['load_average_1m_before_after'][1]:.1f} after (other jobs share the "
+        "machine). Both servers run on this same machine, on loopback. "
+        f"{meta['queries']} recall queries per size (k=10, reinforcing: each recall also "
+        "writes its access counts). Embedding time excluded and identical across tiers: "
+        f"every vector (all-MiniLM-L6-v2 over {meta['real_captions']:,} COCO captions; beyond "
+        "them, two-caption "
+        "composites with the normalised sum of their vectors) is computed before the timed "
+        "sections. Observe = one new text through `engine.observe`.",
+        "",
+        "| memories | tier | observe p50 / p95 ms | recall p50 / p95 ms | "
+        "recall w/o reinforce p50 / p95 ms | bulk build /s | recall p50 vs embedded |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    emb = {r["target_memories"]: r for r in rows if r["tier"] == "embedded"}
+    for r in rows:
+        ref = emb.get(r["target_memories"])
+        ratio = r["recall_p50_ms"] / ref["recall_p50_ms"] if ref else float("nan")
+        note = "" if r["complete"] else f" (of {r['target_memories']:,}: build time-boxed)"
+        note += " (bulk-built)" if r.get("build_path") == "bulk commit" else ""
+        lines.append(
+            f"| {r['memories']:,}{note} | {r['tier']} | {r['observe_p50_ms']:.1f} / "
+            f"{r['observe_p95_ms']:.1f} | {r['recall_p50_ms']:.1f} / {r['recall_p95_ms']:.1f}"
+            f" | {r['recall_no_reinforce_p50_ms']:.1f} / {r['recall_no_reinforce_p95_ms']:.1f}"
+            f" | {r['bulk_observe_per_s']:.0f} | {ratio:.2f}x |"
+        )
+    if tput:
+        lines += [
+            "",
+            "Observe throughput on the shared tier: N worker processes, each with its own "
+            "engine, observing distinct texts into one namespace; wall time from a common "
+            "start barrier to the last worker's end.",
+            "",
+            "| workers | observes | wall s | observe/s | vs 1 worker | worker RSS MB (mean) | "
+            "worker peak RSS MB | redis-server RSS MB | chroma server RSS MB |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for t in tput:
+            lines.append(
+                f"| {t['workers']} | {t['observes']} | {t['wall_s']:.1f} | "
+                f"{t['observe_per_s']:.0f} | {t['speedup_vs_1']:.2f}x | "
+                f"{t['worker_rss_mb_mean']:.0f} | {t['worker_peak_rss_mb_max']:.0f} | "
+                f"{t['redis_server_rss_mb']:.0f} | {t['chroma_server_rss_mb']:.0f} |"
+            )
+    for note in meta.get("notes", []):
+        lines += ["", note]
+    return "\n".join(lines) + "\n"
+
+
+def _redis_version() -> str:
+    import subprocess
+
+    exe = shutil.which("redis-server") or "redis-server"
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+    except OSError:
+        return "?"
+    parts = [p for p in out.stdout.split() if p.startswith("v=")]
+    return parts[0][2:] if parts else out.stdout.strip()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--workers", nargs="*", type=int, default=[1, 2, 4])
+    ap.add_argument("--throughput-ops", type=int, default=800)
+    ap.add_argument("--tiers", nargs="+", default=["embedded", "shared"])
+    ap.add_argument("--build-budget", type=float, default=1800.0,
+                    help="seconds allowed to build one tier at one size before it stops")
+    ap.add_argument("--bulk-above", type=int, default=20_000,
+                    help="sizes above this are built with bulk commits instead of observe_many")
+    ap.add_argument("--captions", type=int, default=12_000,
+                    help="real captions to embed (the rest of the corpus is composites)")
+    ap.add_argument("--vector-cache", type=Path,
+                    default=Path(tempfile.gettempdir()) / "reverie-bench-vectors.npz")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--name", default="latency_tiers")
+    args = ap.parse_args(argv)
+    import chromadb
+
+    load_before = os.getloadavg()
+    embedder, corpus, queries = build_table(
+        max(args.sizes), args.queries, 200 + args.throughput_ops, args.captions,
+        args.vector_cache,
+    )
+    rows: list[dict[str, Any]] = []
+    tput: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="reverie-tiers-") as tmpdir:
+        tmp = Path(tmpdir)
+        servers = Servers(tmp / "servers")
+        try:
+            for size in args.sizes:
+                for tier in args.tiers:
+                    print(f"[{tier} {size}]", file=sys.stderr)
+                    rows.append(measure(tier, size, corpus, queries, embedder, servers, tmp,
+                                        args.build_budget, args.bulk_above))
+            if args.workers:
+                # texts no size used, so every observe in the throughput runs is new
+                fresh = corpus[max(args.sizes) + 100 :]
+                tput = throughput(args.workers, args.throughput_ops, fresh, embedder,
+                                  servers, tmp)
+        finally:
+            servers.stop()
+    meta: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{os.cpu_count()} cores, CPU only, {platform.python_version()}",
+        "queries": args.queries,
+        "redis_version": _redis_version(),
+        "chromadb": chromadb.__version__,
+        "load_average_1m_before_after": [load_before[0], os.getloadavg()[0]],
+        "real_captions": args.captions,
+        "notes": [],
+    }
+    emb = {r["target_memories"]: r for r in rows if r["tier"] == "embedded"}
+    for r in rows:
+        if r["tier"] == "shared" and r["target_memories"] in emb:
+            ratio = r["recall_p50_ms"] / emb[r["target_memories"]]["recall_p50_ms"]
+            r["recall_p50_vs_embedded"] = ratio
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{args.name}.json").write_text(
+        json.dumps({"meta": meta, "rows": rows, "throughput": tput}, indent=2)
+    )
+    text = render(rows, tput, meta)
+    (args.out / f"{args.name}.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
