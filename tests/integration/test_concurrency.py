@@ -101,8 +101,11 @@ def _open_engine(store_spec: str, chroma_url: str, clock: ManualClock) -> Any:
     from tests.fakes import BagOfWordsEmbedder
 
     store = open_store(store_spec, Path("/nonexistent"))
+    # check_embedder=False: the session's Redis is shared with tests using other embedders,
+    # and the store-wide embedder mark is not what this test is about
     return MemoryEngine(
-        store, store, ChromaIndex.server(chroma_url), BagOfWordsEmbedder(), clock=clock  # type: ignore[arg-type]
+        store, store, ChromaIndex.server(chroma_url), BagOfWordsEmbedder(), clock=clock,  # type: ignore[arg-type]
+        check_embedder=False,
     )
 
 

@@ -168,12 +168,16 @@ def test_kill_mid_burst_then_restart_loses_nothing_acknowledged(
         engine.vectors.close()
 
 
-def test_repair_rebuilds_the_chroma_server_from_redis_records(
-    redis_url: str, tmp_path: Path
-) -> None:
+def test_repair_rebuilds_the_chroma_server_from_redis_records(tmp_path: Path) -> None:
+    """`reverie repair` (the CLI, as a user runs it) after the Chroma data is gone."""
+    from typer.testing import CliRunner
+
+    from reverie.adapters.cli import app
     from reverie.integrations import open_engine
     from reverie.integrations.embedders import LocalEmbedder
 
+    # a Redis of its own: the store-wide embedder mark must be this test's model
+    redis_server, redis_url = start_redis(tmp_path / "redis-data")
     chroma_dir = tmp_path / "chroma" / "data"
     chroma, chroma_url = start_chroma(chroma_dir)
     port = int(chroma_url.rsplit(":", 1)[1])
@@ -217,8 +221,17 @@ def test_repair_rebuilds_the_chroma_server_from_redis_records(
             clock=ManualClock(T0), namespace=ns,
         )
         assert engine.stats()["vectors"] == 0  # the vector tier really is gone
-        report = engine.repair(namespace=ns)
-        assert report.indexed == len(texts) + 2 and report.removed == 0
+        engine.close()
+        result = CliRunner().invoke(app, [
+            "--home", str(tmp_path / "home"), "--store", redis_url, "--vectors", chroma_url,
+            "-n", ns, "repair",
+        ])
+        assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+        assert f"{len(texts) + 2}" in result.output  # the table's "indexed" column
+        engine = open_engine(
+            tmp_path / "home", store=redis_url, vectors=chroma_url, embedder=embedder,
+            clock=ManualClock(T0), namespace=ns,
+        )
         assert engine.stats()["vectors"] == n_vectors
         after = {
             q: [(h.id, round(h.score, 6)) for h in engine.recall(q, k=4, reinforce=False)]
@@ -233,3 +246,4 @@ def test_repair_rebuilds_the_chroma_server_from_redis_records(
         engine.close()
     finally:
         chroma.stop()
+        redis_server.stop()
