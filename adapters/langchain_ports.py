@@ -123,6 +123,12 @@ class ChatModelSynthesizer:
         self.method = method
         self.system = system
 
+    @property
+    def name(self) -> str:
+        """Shown in consolidation reports: which model wrote a synthesis."""
+        model = getattr(self.model, "model_name", None) or getattr(self.model, "model", None)
+        return f"langchain:{type(self.model).__name__}" + (f":{model}" if model else "")
+
     def _runnable(self, schema: Mapping[str, Any]) -> Any:
         if self.method == "json_mode":
             return self.model.bind(

@@ -51,7 +51,7 @@ def _recall_text(result: RecallResult) -> str:
     if not result.hits:
         return "No memories found."
     return "\n".join(
-        f"[{h.memory.id}] {h.memory.text} (tier {h.memory.tier.value}, score {h.score:.2f})"
+        f"[{h.memory.id}] {h.memory.text} ({h.memory.tier.value})"
         for h in result
     )
 

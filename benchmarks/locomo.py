@@ -7,6 +7,7 @@ carries. Baselines run in the same process with the same embedder:
   bm25   - the same FTS5 BM25 channel reverie uses, alone
 Run: python benchmarks/locomo.py [--conversations N] [--out benchmarks/results]
      python benchmarks/locomo.py --store both   # SQLite tier vs Redis tier, same run
+     python benchmarks/locomo.py --framework langgraph  # LangGraph InMemoryStore vs ReverieStore
 (`--store redis` starts its own redis-server on a free port and stops it afterwards.)
 """
 
@@ -342,7 +343,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         default="sqlite",
         help="record store tier; 'both' compares them in one run (locomo_tiers.md)",
     )
+    ap.add_argument(
+        "--framework",
+        choices=["langgraph"],
+        default=None,
+        help="langgraph: InMemoryStore vs reverie through ReverieStore, and adapter overhead "
+        "(benchmarks/locomo_langgraph.py; locomo_langgraph.md)",
+    )
     args = ap.parse_args(argv)
+    if args.framework == "langgraph":
+        from locomo_langgraph import run_langgraph
+
+        run_langgraph(args.conversations, args.out)
+        return
     if args.store == "both":
         run_tiers(args.conversations, args.out, args.variants)
         return

@@ -3,6 +3,7 @@ embedded Chroma, the real MiniLM model loaded once per process) on a manual cloc
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -17,6 +18,24 @@ T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 
 def real_engine(home: Path, namespace: str = "default", **kwargs: object) -> MemoryEngine:
     return open_engine(home, clock=ManualClock(T0), namespace=namespace, **kwargs)  # type: ignore[arg-type]
+
+
+def deterministic_engine(home: Path, namespace: str = "default") -> MemoryEngine:
+    """A real engine whose ids count up (m0001, m0002, ...): tool answers that carry
+    memory ids then replay byte for byte inside recorded LLM requests."""
+    from reverie.integrations.chroma_index import ChromaIndex
+    from reverie.integrations.embedders import LocalEmbedder
+    from reverie.integrations.sqlite_store import SQLiteStore
+    from reverie.integrations.tokens import tiktoken_counter
+
+    counter = itertools.count(1)
+    home.mkdir(parents=True, exist_ok=True)
+    store = SQLiteStore(home / "memory.db")
+    return MemoryEngine(
+        store, store, ChromaIndex.embedded(home / "vectors"), LocalEmbedder(),
+        clock=ManualClock(T0), default_namespace=namespace,
+        token_counter=tiktoken_counter(), id_factory=lambda: f"m{next(counter):04d}",
+    )
 
 
 def clock(engine: MemoryEngine) -> ManualClock:
