@@ -884,6 +884,150 @@ def consolidate(
                   soft_wrap=True)
 
 
+@app.command()
+@_handled
+def consolidate(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the clusters and previews; write nothing."),
+    ] = False,
+    if_due: Annotated[
+        bool,
+        typer.Option("--if-due", help="Run only if a maintenance trigger fires (says which)."),
+    ] = False,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy", help="Clustering: union-find (default), hdbscan or recombination."
+        ),
+    ] = "union-find",
+    llm_url: Annotated[
+        str | None,
+        typer.Option(
+            "--llm-url",
+            help="OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1) for synthesis; "
+            "without it the extractive synthesizer runs (no LLM).",
+        ),
+    ] = None,
+    llm_model: Annotated[
+        str | None, typer.Option("--llm-model", help="The model to ask at --llm-url.")
+    ] = None,
+    llm_timeout: Annotated[
+        float, typer.Option("--llm-timeout", help="Seconds per LLM call.")
+    ] = 120.0,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", help="Concurrent LLM calls (default: the policy's)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report as JSON on stdout.")
+    ] = False,
+) -> None:
+    """Run a REM cycle: cluster weak memories and replace each cluster by one synthesis
+    node (members are retired, never deleted). Crash-safe: rerun after an interruption."""
+    import time as _time
+
+    synthesizer = None
+    if llm_url is not None or llm_model is not None:
+        if not (llm_url and llm_model):
+            raise InvalidInput("--llm-url and --llm-model go together")
+        from reverie.integrations.openai_synth import OpenAISynthesizer
+
+        synthesizer = OpenAISynthesizer(llm_url, llm_model, timeout=llm_timeout)
+    started = _time.perf_counter()
+    with _open(ctx, model=False) as engine:
+        if if_due:
+            triggers = engine.maintenance_due()
+            if not triggers:
+                if as_json:
+                    out.print_json(data={"due": False, "triggers": []})
+                else:
+                    out.print("no maintenance due: no trigger fired")
+                return
+            for t in triggers:
+                err.print(f"[yellow]due[/yellow] {t.name}: {escape(t.reason)}")
+        with _progress() as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(phase: str, done: int, total: int) -> None:
+                if phase not in tasks:
+                    tasks[phase] = bar.add_task(phase, total=max(total, 1))
+                bar.update(tasks[phase], completed=done if total else 1, total=max(total, 1))
+
+            report = engine.consolidate(
+                synthesizer=synthesizer,
+                strategy=strategy,
+                dry_run=dry_run,
+                max_workers=workers,
+                progress=progress,
+            )
+    elapsed = _time.perf_counter() - started
+    if as_json:
+        out.print_json(
+            data={
+                "namespace": report.namespace,
+                "dry_run": report.dry_run,
+                "strategy": report.strategy,
+                "flagged": report.flagged,
+                "nodes_before": report.nodes_before,
+                "nodes_after": report.nodes_after,
+                "compression_ratio": report.compression_ratio,
+                "resumed": report.resumed,
+                "seconds": elapsed,
+                "clusters": [
+                    {
+                        "synthesis_id": c.synthesis_id,
+                        "members": list(c.member_ids),
+                        "preview": c.preview,
+                        "synthesizer": c.synthesizer,
+                        "fell_back": c.fell_back,
+                        "reason": c.reason,
+                        "committed": c.committed,
+                        "error": c.error,
+                    }
+                    for c in report.clusters
+                ],
+            }
+        )
+        return
+    if dry_run:
+        for n, c in enumerate(report.clusters, 1):
+            out.print(
+                Panel(
+                    escape(c.preview[:600]),
+                    title=f"cluster {n}: {len(c.member_ids)} memories -> {c.synthesis_id}",
+                    subtitle=c.synthesizer + (" (fallback)" if c.fell_back else ""),
+                    title_align="left",
+                )
+            )
+    table = Table(
+        title="consolidate (dry run: nothing written)" if dry_run else "consolidate",
+        title_justify="left",
+    )
+    table.add_column("", style="bold")
+    table.add_column("", justify="right")
+    rows = [
+        ("namespace", report.namespace),
+        ("flagged (importance < tau)", str(report.flagged)),
+        ("clusters", str(len(report.clusters))),
+        ("memories consolidated", str(report.consolidated)),
+        ("active nodes before", str(report.nodes_before)),
+        ("active nodes after", str(report.nodes_after)),
+        ("compression ratio", f"{report.compression_ratio:.2f}x"),
+        ("fallbacks to extractive", str(len(report.fallbacks))),
+        ("clusters skipped (changed meanwhile)", str(len(report.failed))),
+        ("resumed from an interrupted cycle", str(report.resumed)),
+        ("time", f"{elapsed:.1f} s"),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    out.print(table)
+    for c in report.fallbacks:
+        err.print(f"[yellow]fallback[/yellow] {c.synthesis_id}: {escape(c.reason or '')}",
+                  soft_wrap=True)
+
+
 def main() -> None:
     """Console-script entry point. Commands handle `ReverieError` themselves; this
     catches any raised outside a command (e.g. while resolving options)."""
