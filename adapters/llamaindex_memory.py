@@ -99,6 +99,10 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
         "priority"
     ].description)
     header: str = Field(default=DEFAULT_HEADER, description="First line of the block content.")
+    reinforce: bool = Field(
+        default=True,
+        description="Recalled memories restart their decay clock (False: read-only block).",
+    )
     tokenizer_fn: Callable[[str], Sequence[Any]] = Field(
         default_factory=get_tokenizer,
         exclude=True,
@@ -136,10 +140,17 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
             return None
         if self.engine.token_counter is not None:
             return await self.engine.arecall(
-                query, namespace=self.namespace, k=self.k, token_budget=budget
+                query,
+                namespace=self.namespace,
+                k=self.k,
+                token_budget=budget,
+                reinforce=self.reinforce,
             )
-        # An engine built without a token counter: pack here with Memory's tokenizer.
-        result = await self.engine.arecall(query, namespace=self.namespace, k=self.k)
+        # An engine built without a token counter: pack here with Memory's tokenizer (the
+        # memories cut by the budget are reinforced too: the price of no counter).
+        result = await self.engine.arecall(
+            query, namespace=self.namespace, k=self.k, reinforce=self.reinforce
+        )
         hits, used = pack(list(result.hits), budget, render_hit, self._count)
         return RecallResult(result.query, tuple(hits), used)
 

@@ -172,6 +172,12 @@ class LlamaIndexSynthesizer:
         self.llm = llm
         self.json_mode = json_mode
 
+    @property
+    def name(self) -> str:
+        """Shown in consolidation reports and stored on synthesis nodes."""
+        model = getattr(self.llm, "model", None) or self.llm.metadata.model_name
+        return f"llamaindex:{type(self.llm).__name__}:{model}"
+
     def _request(
         self, prompt: str, schema: Mapping[str, Any]
     ) -> tuple[list[ChatMessage], dict[str, Any]]:
