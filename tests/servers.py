@@ -24,11 +24,14 @@ __all__ = [
     "RedisCluster",
     "ServerProcess",
     "ServerStartError",
+    "TlsFiles",
     "chroma_cli",
     "free_cluster_port",
     "free_port",
     "http_ok",
+    "make_tls_files",
     "redis_ping",
+    "redis_tls_ping",
     "start_chroma",
     "start_llm_server",
     "start_redis",
@@ -251,6 +254,7 @@ def start_redis(
     port: int | None = None,
     appendonly: bool = False,
     password: str | None = None,
+    tls: TlsFiles | None = None,
     extra_args: Sequence[str] = (),
     timeout: float = 30.0,
 ) -> tuple[ServerProcess, str]:
@@ -258,7 +262,9 @@ def start_redis(
     accident) with its files under `path`; returns (process, url such as
     redis://127.0.0.1:PORT/0). No RDB snapshots (`--save ""`); `appendonly=True` turns on
     AOF with fsync on every write, for restart tests. Restart with the same `path` and
-    `port` to get the same data back (with AOF). Fails loudly, never skips."""
+    `port` to get the same data back (with AOF). With `tls` (see `make_tls_files`) the
+    server speaks only TLS on that port and the URL is rediss://. Fails loudly, never
+    skips."""
     port = port or free_port()
     data = Path(path)
     data.mkdir(parents=True, exist_ok=True)
@@ -275,17 +281,80 @@ def start_redis(
     ]
     if password:
         argv += ["--requirepass", password]
+    if tls is not None:
+        argv[argv.index("--port") + 1] = "0"
+        argv += [
+            "--tls-port", str(port),
+            "--tls-cert-file", str(tls.cert),
+            "--tls-key-file", str(tls.key),
+            "--tls-ca-cert-file", str(tls.ca),
+            "--tls-auth-clients", "no",
+        ]
     argv += list(extra_args)
     server = ServerProcess(
         "redis",
         argv,
-        redis_ping(port),
+        redis_ping(port) if tls is None else redis_tls_ping(port, tls.ca),
         log_path=data.parent / f"redis-{port}.log",
         timeout=timeout,
     )
     server.start()
     auth = f":{password}@" if password else ""
-    return server, f"redis://{auth}127.0.0.1:{port}/0"
+    scheme = "redis" if tls is None else "rediss"
+    return server, f"{scheme}://{auth}127.0.0.1:{port}/0"
+
+
+class TlsFiles:
+    """A throwaway CA and a server certificate for 127.0.0.1 signed by it (PEM paths)."""
+
+    def __init__(self, ca: Path, cert: Path, key: Path) -> None:
+        self.ca, self.cert, self.key = ca, cert, key
+
+
+def make_tls_files(path: str | Path) -> TlsFiles:
+    """Generate a CA and a 127.0.0.1 server certificate with the `openssl` command."""
+    openssl = shutil.which("openssl")
+    if not openssl:
+        raise ServerStartError("openssl is not on PATH; the TLS tests need it to make certificates")
+    d = Path(path)
+    d.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = d / "ca.pem", d / "ca.key"
+    cert, key, csr, ext = d / "server.pem", d / "server.key", d / "server.csr", d / "san.cnf"
+    ext.write_text("subjectAltName = IP:127.0.0.1, DNS:localhost\n")
+    steps = [
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=reverie-test-ca", "-keyout", str(ca_key), "-out", str(ca)],
+        [openssl, "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+         "-keyout", str(key), "-out", str(csr)],
+        [openssl, "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key),
+         "-CAcreateserial", "-days", "2", "-extfile", str(ext), "-out", str(cert)],
+    ]
+    for argv in steps:
+        done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise ServerStartError(f"openssl failed: {' '.join(argv)}\n{done.stderr[-2000:]}")
+    return TlsFiles(ca, cert, key)
+
+
+def redis_tls_ping(
+    port: int, ca: Path, host: str = "127.0.0.1", timeout: float = 1.0
+) -> Callable[[], bool]:
+    """A readiness check for a TLS-only redis-server (PING over TLS, CA-verified)."""
+    import ssl
+
+    context = ssl.create_default_context(cafile=str(ca))
+
+    def check() -> bool:
+        try:
+            with socket.create_connection((host, port), timeout=timeout) as raw, \
+                    context.wrap_socket(raw, server_hostname=host) as s:
+                s.sendall(b"*1\r\n$4\r\nPING\r\n")
+                reply = s.recv(64)
+        except (OSError, ssl.SSLError):
+            return False
+        return reply.startswith((b"+PONG", b"-NOAUTH"))
+
+    return check
 
 
 def free_cluster_port(host: str = "127.0.0.1") -> int:
