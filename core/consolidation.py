@@ -145,11 +145,16 @@ def flag(
     store: RecordStore, namespace: str, now: datetime, policy: Policy
 ) -> list[tuple[Memory, float]]:
     """Active, non-crystal, non-pinned memories whose importance blend is below tau,
-    with that importance, in the store's stable order."""
+    with that importance, in the store's stable order.
+
+    Facts (units with a key) are not flagged: a synthesis has no key, so a later
+    correction of the fact could not supersede it, and the old value would live on,
+    unsuperseded, inside the summary. Facts stay units; supersession keeps them current.
+    """
     candidates = [
         m
         for m in store.scan(namespace, statuses=[Status.ACTIVE])
-        if m.tier is not Tier.CRYSTAL and not m.pinned
+        if m.tier is not Tier.CRYSTAL and not m.pinned and m.key is None
     ]
     degrees: dict[str, int] = {}
     for i in range(0, len(candidates), _DEGREE_CHUNK):

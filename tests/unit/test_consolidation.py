@@ -412,3 +412,23 @@ def test_engine_maintenance_due_reads_the_store() -> None:
         engine.recall("coffee with milk", k=1)
     weak = [t for t in engine.maintenance_due() if t.name == "weak_retrievals"]
     assert weak and weak[0].value < 0.45 and "last 3 retrieved" in weak[0].reason
+
+
+def test_facts_are_not_flagged_so_supersession_keeps_working() -> None:
+    engine = noisy_engine()
+    engine.clock.set(T0)  # type: ignore[attr-defined]
+    for i in range(3):
+        engine.remember(f"thing{i}", "colour is", "blue", source=f"s{i}")
+    engine.clock.advance(days=120)  # type: ignore[attr-defined]
+    report = engine.consolidate()
+    keyed = [m for m in engine.memories() if m.key is not None]
+    assert len(keyed) == 3 and all(m.is_active for m in keyed)
+    assert report.flagged == 8  # the chatter only
+
+
+def test_async_twin_runs_the_same_cycle() -> None:
+    import asyncio
+
+    engine = noisy_engine()
+    report = asyncio.run(engine.aconsolidate(dry_run=True))
+    assert len(report.clusters) == 2 and report.dry_run
