@@ -418,3 +418,36 @@ def test_async_api_matches_sync(engine: MemoryEngine) -> None:
         assert await s.aget(("a",), "k1") is None
 
     asyncio.run(run())
+
+
+def test_store_wiring_on_the_redis_tier(redis_url: str, tmp_path: Path) -> None:
+    """The same store over Redis records (a real redis-server): put, update, search, list,
+    delete. The server is shared by the session, so everything sits under a unique label."""
+    import uuid
+
+    from reverie.core import ManualClock
+    from reverie.integrations import open_engine
+
+    e = open_engine(tmp_path / "home", store=redis_url, clock=ManualClock(T0))
+    top = f"t-{uuid.uuid4().hex[:10]}"
+    try:
+        s = ReverieStore(e)
+        s.put((top, "alice"), "drink", {"text": "Alice likes green tea"})
+        s.put((top, "alice"), "job", {"text": "Alice is a nurse at the city hospital"})
+        s.put((top, "bob"), "drink", {"text": "Bob drinks espresso"})
+        s.put((top, "alice"), "drink", {"text": "Alice switched to coffee"})
+        item = s.get((top, "alice"), "drink")
+        assert item is not None and item.value["text"] == "Alice switched to coffee"
+        hits = s.search((top, "alice"), query="what does Alice drink?", limit=2)
+        assert hits[0].key == "drink" and hits[0].value["text"].endswith("coffee")
+        assert s.list_namespaces(prefix=(top,)) == [(top, "alice"), (top, "bob")]
+        s.delete((top, "bob"), "drink")
+        assert s.list_namespaces(prefix=(top,)) == [(top, "alice")]
+        history = e.memories(namespace=encode_namespace((top, "alice")))
+        assert sorted(m.status.value for m in history) == ["active", "active", "superseded"]
+    finally:
+        for ns in e.namespaces():
+            decoded = decode_namespace(ns)
+            if decoded and decoded[0] == top:
+                e.forget_namespace(ns)
+        e.close()
