@@ -65,7 +65,17 @@ from .ports import (
     VectorItem,
     WriteBatch,
 )
-from .retrieval import Candidate, Explanation, Ranked, expand, fuse, rank
+from .retrieval import (
+    Candidate,
+    Explanation,
+    Ranked,
+    best_possible,
+    expand,
+    fuse,
+    needs_similarity,
+    rank,
+    unseen_similarity_bound,
+)
 from .scoring import importance_score, next_confidence, qualifies_as_crystal
 from .text import (
     content_hash,
@@ -678,17 +688,30 @@ class MemoryEngine:
         # No status filter in the vector tier: the records are the truth and `admit`
         # checks them, and an unfiltered query is Chroma's fastest path.
         # the two channels are independent I/O (both release the GIL): overlap them
-        dense_future = self._pool.submit(
-            self.vectors.query, ns, qvec, pool * (2 if historical else 1)
-        )
+        asked = pool * (2 if historical else 1)
+        dense_future = self._pool.submit(self.vectors.query, ns, qvec, asked)
         lexical = self.lexical.search(ns, query, pool)
         dense = dense_future.result()
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
-        extra = self.vectors.similarities(ns, qvec, lexical_only) if lexical_only else {}
-        candidates = fuse(dense, lexical, self.policy, extra)
-        memories, ranked = self._fetch_ranked(ns, candidates, k, when, admit)
-        ranked = self._expand(ns, ranked, candidates, memories, when, admit)
+        # Lexical-only candidates enter with dense = 0; the stored vectors are fetched only
+        # for those an exact bound cannot rule out of the top (and the expansion seeds).
+        candidates = fuse(dense, lexical, self.policy)
+        places = max(k, self.policy.expansion_seeds)
+        memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit)
+        need = needs_similarity(
+            lexical_only,
+            candidates,
+            unseen_similarity_bound(dense, asked),
+            ranked,
+            places,
+            self.policy,
+        )
+        extra = self.vectors.similarities(ns, qvec, need) if need else {}
+        if extra:
+            candidates = fuse(dense, lexical, self.policy, extra)
+            memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, memories)
+        ranked = self._expand(ns, ranked, candidates, memories, when, admit, k)
 
         top = ranked[: max(k, 1)]
         degrees = self.store.degrees(ns, [r.memory.id for r in top]) if top else {}
@@ -729,19 +752,21 @@ class MemoryEngine:
         k: int,
         when: datetime,
         admit: Callable[[Memory], bool],
+        read: dict[str, Memory] | None = None,
     ) -> tuple[dict[str, Memory], list[Ranked]]:
         """Read candidate records best-relevance first, and stop as soon as no unread
         candidate can reach the k-th score: decay is at most 1, so a candidate of
         relevance r scores at most alpha * r + (1 - alpha). Exact, and most queries
-        read a fraction of the pool."""
+        read a fraction of the pool. Records in `read` are not read again."""
         order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
         step = max(2 * k, 10)
-        memories: dict[str, Memory] = {}
+        memories: dict[str, Memory] = dict(read or {})
         ranked: list[Ranked] = []
         alpha = self.policy.alpha
         for start in range(0, len(order), step):
-            chunk = order[start : start + step]
-            memories.update(self.store.get_many(namespace, [c.id for c in chunk]))
+            chunk = [c.id for c in order[start : start + step] if c.id not in memories]
+            if chunk:
+                memories.update(self.store.get_many(namespace, chunk))
             fetched = {c.id: c for c in order[: start + step]}
             ranked = rank(fetched, memories, when, self.policy, admit)
             rest = order[start + step : start + step + 1]
@@ -759,16 +784,33 @@ class MemoryEngine:
         memories: dict[str, Memory],
         when: datetime,
         admit: Callable[[Memory], bool],
+        k: int,
     ) -> list[Ranked]:
-        """Graph expansion: neighbours of the best hits join with decayed relevance."""
+        """Graph expansion: neighbours of the best hits join with decayed relevance.
+
+        A neighbour scores at most alpha * relevance + (1 - alpha) (decay is at most 1), so
+        once k memories are ranked, neighbours that cannot beat the k-th are neither read
+        nor expanded further, and when even the best seed cannot lift one that high the
+        edges are not read at all. Exact: the top k is what full expansion would give."""
         frontier = [r.candidate for r in ranked[: self.policy.expansion_seeds]]
+        cut = ranked[k - 1].score if len(ranked) >= k else None
         known = dict(candidates)
         added: dict[str, Candidate] = {}
         for hop in range(1, self.policy.max_hops + 1):
+            if cut is not None:
+                frontier = [
+                    c for c in frontier
+                    if best_possible(c.relevance * self.policy.hop_decay, self.policy) >= cut
+                ]
             if not frontier:
                 break
             edges = self.store.edges(namespace, [c.id for c in frontier])
             found = expand(frontier, edges, known, self.policy, hop)
+            if cut is not None:
+                found = {
+                    i: c for i, c in found.items()
+                    if best_possible(c.relevance, self.policy) >= cut
+                }
             if not found:
                 break
             known.update(found)

@@ -83,6 +83,47 @@ def fuse(
     return out
 
 
+def best_possible(relevance: float, policy: Policy) -> float:
+    """The highest final score a candidate of this relevance can reach (decay <= 1)."""
+    return policy.alpha * relevance + (1.0 - policy.alpha)
+
+
+def unseen_similarity_bound(dense: Sequence[VectorHit], asked: int) -> float:
+    """The highest cosine a memory outside the dense answer can have: the index returned
+    its best `asked`, so any other vector is no closer than the last of them (as exact as
+    the index itself). When fewer came back the whole namespace was returned, and an id
+    outside it has no vector at all."""
+    if len(dense) < asked or not dense:
+        return 0.0
+    return max(0.0, min(h.similarity for h in dense))
+
+
+def needs_similarity(
+    lexical_only: Sequence[str],
+    candidates: Mapping[str, Candidate],
+    bound: float,
+    ranked: Sequence[Ranked],
+    places: int,
+    policy: Policy,
+) -> list[str]:
+    """The lexical-only candidates whose true cosine could still matter.
+
+    They were fused with dense = 0, a lower bound; with dense at its upper bound a
+    candidate scores at most alpha * (w * bound + (1 - w) * lexical) + (1 - alpha).
+    Raising scores only raises the `places`-th best, so a candidate whose most is
+    below the current `places`-th score can neither enter the top nor seed the graph
+    expansion: its cosine need not be fetched. Exact, not a heuristic."""
+    if len(ranked) < places:
+        return list(lexical_only)
+    cut = ranked[places - 1].score
+    w = policy.dense_weight
+    out = []
+    for cid in lexical_only:
+        if best_possible(w * bound + (1.0 - w) * candidates[cid].lexical, policy) >= cut:
+            out.append(cid)
+    return out
+
+
 def expand(
     seeds: Iterable[Candidate],
     edges: Iterable[Edge],

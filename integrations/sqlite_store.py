@@ -633,22 +633,26 @@ class SQLiteStore:
         if not wanted:
             return
         with self._write() as conn:
-            for memory_id in wanted:
-                row = conn.execute(
-                    "SELECT seq, record FROM memories WHERE namespace = ? AND id = ?",
-                    (ns, memory_id),
-                ).fetchone()
-                if row is None:
-                    continue
-                m = reinforce(self._load(row[1]), when, window)
-                conn.execute(
+            for chunk in _chunks(wanted):
+                rows = conn.execute(
+                    f"SELECT seq, record FROM memories WHERE namespace = ? "
+                    f"AND id IN ({_marks(len(chunk))})",
+                    (ns, *chunk),
+                ).fetchall()
+                updates = []
+                for seq, record in rows:
+                    m = reinforce(self._load(record), when, window)
+                    updates.append(
+                        (
+                            m.version,
+                            _us(m.updated_at or m.created_at),
+                            _dumps(memory_to_dict(m), f"memory {m.id!r}"),
+                            seq,
+                        )
+                    )
+                conn.executemany(
                     "UPDATE memories SET version = ?, updated_at = ?, record = ? WHERE seq = ?",
-                    (
-                        m.version,
-                        _us(m.updated_at or m.created_at),
-                        _dumps(memory_to_dict(m), f"memory {m.id!r}"),
-                        row[0],
-                    ),
+                    updates,
                 )
 
     def delete(self, namespace: str, ids: Iterable[str]) -> int:
