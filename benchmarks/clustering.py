@@ -372,7 +372,7 @@ def speed(sizes: Sequence[int], policy_params: dict[str, Any], hdbscan_max: int)
                         "strategy": name,
                         "seconds": None,
                         "clusters": None,
-                        "note": f"not run above {hdbscan_max} (see text)",
+                        "note": f"not run: above --hdbscan-max {hdbscan_max}, growth below",
                     }
                 )
                 continue
