@@ -31,6 +31,8 @@ class WriteBatch:
     A namespace holds at most one *active free-text* memory (key None) per content hash:
     a put that would create a second raises `ConflictError`, so two processes observing
     the same text at once cannot both create it (the loser folds into the winner).
+    Likewise at most one *active* version per fact key: two writers creating the first
+    unit of a key at once cannot both succeed (the loser re-reads and supersedes or folds).
     `edges` are upserted (an existing (src, dst, type) keeps the higher weight).
     `restore=True` (import only) writes the puts as given, without the version check.
     """

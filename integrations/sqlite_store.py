@@ -481,11 +481,14 @@ class SQLiteStore:
             raise InvalidInput(f"remove_edges holds an unknown edge type: {e}") from None
 
         free_text = {content_hash(m.text) for m in batch.puts if m.is_active and m.key is None}
+        fact_keys = {m.key for m in batch.puts if m.is_active and m.key is not None}
         with self._write() as conn:
             for m, record in encoded:
                 self._put(conn, m, record, check_version=not batch.restore)
             for digest in free_text:
                 self._check_unique_text(conn, ns, digest)
+            for key in fact_keys:
+                self._check_unique_key(conn, ns, key)
             # Removals first, so a batch that removes and re-adds one edge ends with it added.
             conn.executemany(
                 "DELETE FROM edges WHERE namespace = ? AND src = ? AND dst = ? AND type = ?",
@@ -541,6 +544,22 @@ class SQLiteStore:
                 f"namespace {ns!r} would hold two active memories with the same text "
                 f"({ids[0]!r} and {ids[1]!r}); fold the new source into the existing one "
                 "(find_by_hash) instead"
+            )
+
+    def _check_unique_key(self, conn: sqlite3.Connection, ns: str, key: str) -> None:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM memories WHERE namespace = ? AND key = ? "
+                "AND status = 'active' ORDER BY seq LIMIT 2",
+                (ns, key),
+            )
+        ]
+        if len(ids) > 1:
+            raise ConflictError(
+                f"namespace {ns!r} would hold two active versions of fact {key!r} "
+                f"({ids[0]!r} and {ids[1]!r}); re-read the fact (find_by_key) and supersede "
+                "or fold into the current version"
             )
 
     def _put(

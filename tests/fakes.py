@@ -68,6 +68,13 @@ class InMemoryStore:
             )
             if any(n > 1 for n in active_hashes.values()):
                 raise ConflictError("an active memory with the same text exists")
+            active_keys: Counter[str] = Counter(
+                m.key
+                for (ns, _), m in staged.items()
+                if ns == batch.namespace and m.is_active and m.key is not None
+            )
+            if any(n > 1 for n in active_keys.values()):
+                raise ConflictError("an active version of the same fact exists")
             for m in batch.puts:
                 if (m.namespace, m.id) not in self._order:
                     self._seq += 1

@@ -159,6 +159,22 @@ def test_one_active_free_text_memory_per_content_hash(record_store: RecordStore)
     assert found is not None and found.id == "c"
 
 
+def test_one_active_version_per_fact_key(record_store: RecordStore) -> None:
+    key = fact_key(Kind.SEMANTIC, "maya", "lives in")
+    porto = make_memory(id="porto", text="maya lives in Porto", key=key)
+    put(record_store, porto)
+    with pytest.raises(ConflictError):  # a second writer creating the "first" unit
+        put(record_store, make_memory(id="lisbon", text="maya lives in Lisbon", key=key))
+    assert record_store.get("ns", "lisbon") is None
+    # Superseding in one batch (new version + retired old one) is the legal path.
+    lisbon = make_memory(id="lisbon", text="maya lives in Lisbon", key=key)
+    put(record_store, lisbon, porto.evolve(status=Status.SUPERSEDED, superseded_by="lisbon"))
+    assert [m.id for m in record_store.find_by_key("ns", key) if m.is_active] == ["lisbon"]
+    # Another namespace has its own facts.
+    other = make_memory(id="porto2", namespace="other", text="maya lives in Porto", key=key)
+    record_store.commit(WriteBatch("other", (other,)))
+
+
 def test_restore_writes_as_given(record_store: RecordStore) -> None:
     a = make_memory(id="a")
     put(record_store, a)
