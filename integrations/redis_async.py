@@ -224,7 +224,12 @@ class AsyncRedisStore:
             for name, weight in zip(names, await pipe.hmget(k.edges, names), strict=True):
                 if weight is not None:
                     edge_weights[name] = float(weight)
-        stored = Stored(records, seqs, docs, hash_members, edge_weights)
+        key_active: dict[str, set[str]] = {}
+        for fact in batch.fact_keys:
+            members = sorted(set(await pipe.smembers(k.fact_key(fact))) - set(ids))
+            versions = await self._read_records(pipe, k, members) if members else {}
+            key_active[fact] = {i for i, m in versions.items() if m.is_active}
+        stored = Stored(records, seqs, docs, hash_members, edge_weights, key_active)
         new = sum(1 for i in ids if i not in records)
         first_seq = int(await pipe.incrby(k.seq, new)) - new + 1 if new else 0
         return plan_commit(batch, stored, first_seq)

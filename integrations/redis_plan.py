@@ -83,10 +83,14 @@ class CheckedBatch:
     restore: bool
     ids: tuple[str, ...]  # distinct ids of the puts, in batch order
     new_digests: tuple[str, ...]  # text hashes the duplicate rule must check
+    fact_keys: tuple[str, ...] = ()  # fact keys the one-active-version rule must check
 
     def watch_keys(self) -> list[str]:
         keys = [self.keys.record(i) for i in self.ids]
         keys += [self.keys.text_hash(d) for d in self.new_digests]
+        # every new version of a fact joins its key's set, so a concurrent first unit
+        # of the same key changes a watched key and this write re-reads
+        keys += [self.keys.fact_key(f) for f in self.fact_keys]
         if self.edges:
             keys.append(self.keys.edges)
         return keys
@@ -116,9 +120,12 @@ def check_batch(batch: WriteBatch, prefix: str) -> CheckedBatch:
     digests = tuple(
         sorted({content_hash(m.text) for m in final.values() if is_free_text(m)})
     )
+    fact_keys = tuple(
+        sorted({m.key for m in final.values() if m.is_active and m.key is not None})
+    )
     return CheckedBatch(
         ns, NamespaceKeys(prefix, ns), tuple(puts), tuple(batch.edges), removals,
-        batch.restore, ids, digests,
+        batch.restore, ids, digests, fact_keys,
     )
 
 
@@ -131,6 +138,7 @@ class Stored:
     docs: dict[str, tuple[int, list[str]]]  # id -> (length, terms), for indexed (active) ids
     hash_members: dict[str, set[str]] = field(default_factory=dict)  # digest -> ids
     edge_weights: dict[str, float] = field(default_factory=dict)  # field -> weight
+    key_active: dict[str, set[str]] = field(default_factory=dict)  # fact key -> active ids
 
 
 def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Command]:
@@ -174,6 +182,22 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
                 f"namespace {ns!r} would hold two active memories with the same text "
                 f"({a!r} and {b!r}); fold the new source into the existing one "
                 "(find_by_hash) instead"
+            )
+
+    # One active version per fact key, on the batch's final state.
+    for fact in batch.fact_keys:
+        active = set(stored.key_active.get(fact, set()))
+        for i in batch.ids:
+            if staged[i].key == fact and staged[i].is_active:
+                active.add(i)
+            else:
+                active.discard(i)
+        if len(active) > 1:
+            a, b = sorted(active)[:2]
+            raise ConflictError(
+                f"namespace {ns!r} would hold two active versions of fact {fact!r} "
+                f"({a!r} and {b!r}); re-read the fact (find_by_key) and supersede or fold "
+                "into the current version"
             )
 
     cmds: list[Command] = []
