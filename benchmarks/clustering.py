@@ -15,7 +15,7 @@ noisy copies of random centres, so there is real structure to find), default pol
 
 Run: python benchmarks/clustering.py [--groups 400] [--sizes 1000 10000 50000]
 Writes benchmarks/results/clustering.md and .json; caches embeddings in
-benchmarks/results/clustering_embeddings.tmp.npy.
+benchmarks/results/clustering_embeddings_<hash>.tmp (git-ignored).
 """
 
 from __future__ import annotations
@@ -137,15 +137,16 @@ def entities_of(text: str) -> frozenset[str]:
 
 def embed(texts: list[str]) -> np.ndarray:
     key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-    cache = RESULTS / f"clustering_embeddings_{key}.tmp.npy"
+    cache = RESULTS / f"clustering_embeddings_{key}.tmp"  # *.tmp is git-ignored
     if cache.exists():
-        return np.load(cache)
+        return np.asarray(np.load(cache), dtype=np.float32)
     from reverie.integrations.embedders import LocalEmbedder
 
     t0 = time.perf_counter()
     vecs = np.asarray(LocalEmbedder().load().embed(texts), dtype=np.float32)
     print(f"embedded {len(texts)} texts in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-    np.save(cache, vecs)
+    with cache.open("wb") as f:
+        np.save(f, vecs)
     return vecs
 
 
