@@ -33,10 +33,13 @@ Strategies:
   `cluster_recomb_cut`, or whose merge would exceed the cap, never merge. Candidates
   come from a k-NN graph and a heap, so the cost is about n k log n after the k-NN.
 
-The k-NN is exact: blocked matrix products (n^2 d flops, fast in BLAS), keeping only the
+The k-NN is exact by default: blocked matrix products (n^2 d flops, fast in BLAS), keeping only the
 neighbours above the strategy's similarity bar. That is the n^2 part: on this 2-core machine
 under load, union-find took 0.15 s / 6.5 s / 165 s at 1k / 10k / 50k points, HDBSCAN 76 s at
 10k (benchmarks/results/clustering.md, where the defaults' quality numbers are too).
+A caller that already has an approximate neighbour graph (the vector index's HNSW, see
+`VectorIndex.neighbors` in core/ports.py) passes it as `ClusterInput.neighbors`; union-find
+and recombination then search only those candidates, about n k dot products instead of n^2.
 """
 
 from __future__ import annotations
@@ -67,6 +70,12 @@ class ClusterInput:
     vectors: npt.NDArray[np.float32]  # n x d, unit-normalised
     importance: npt.NDArray[np.float64]  # n values in [0, 1]
     entities: Sequence[frozenset[str]]
+    # Optional candidate neighbours, row i: indices (into this input) of memories near i,
+    # e.g. an approximate k-NN from the vector index (HNSW, ~log n per query) instead of
+    # the exact n^2 one. Only the candidates are taken from here: similarities are
+    # recomputed from `vectors`, so both paths threshold on the same numbers, and the
+    # result equals the exact path's whenever each row holds its exact k-NN.
+    neighbors: Sequence[Sequence[int]] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.ids)
@@ -84,6 +93,19 @@ class ClusterInput:
             raise InvalidInput("importance values must be finite and within [0, 1]")
         if len(self.entities) != n:
             raise InvalidInput(f"entities must hold {n} sets, got {len(self.entities)}")
+        if self.neighbors is not None:
+            if len(self.neighbors) != n:
+                raise InvalidInput(
+                    f"neighbors must hold {n} rows, got {len(self.neighbors)}"
+                )
+            for i, row in enumerate(self.neighbors):
+                for j in row:
+                    if isinstance(j, bool) or not isinstance(j, int | np.integer) or not (
+                        0 <= j < n
+                    ):
+                        raise InvalidInput(
+                            f"neighbors[{i}] holds {j!r}: neighbours are row indices in [0, {n})"
+                        )
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -143,6 +165,59 @@ def knn(
         idx[start + r[keep], rank[keep]] = c[keep]
         sim[start + r[keep], rank[keep]] = v[keep]
     return idx, sim
+
+
+def _candidate_knn(
+    vectors: npt.NDArray[np.float32],
+    candidates: Sequence[Sequence[int]],
+    k: int,
+    min_sim: float | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """`knn`'s answer, but searched only among each row's candidates (same shape, order,
+    tie-break and padding). With each row's exact k-NN among its candidates, the answer
+    is exactly `knn`'s; the cost is one dot product per candidate, not per pair."""
+    n = vectors.shape[0]
+    kk = max(min(k, n - 1), 0)
+    idx = np.full((n, kk), -1, dtype=np.int64)
+    sim = np.full((n, kk), -np.inf, dtype=np.float32)
+    lengths = np.fromiter((len(row) for row in candidates), dtype=np.int64, count=n)
+    if kk == 0 or int(lengths.sum()) == 0:
+        return idx, sim
+    r = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    c = np.fromiter(
+        (int(j) for row in candidates for j in row), dtype=np.int64, count=int(lengths.sum())
+    )
+    keep = r != c  # a memory is not its own neighbour
+    r, c = r[keep], c[keep]
+    r, c = np.divmod(np.unique(r * n + c), n)  # each pair once
+    v = np.empty(r.size, dtype=np.float32)
+    for start in range(0, r.size, _KNN_BLOCK_ROWS * 64):  # bounds the gathered rows' memory
+        stop = min(start + _KNN_BLOCK_ROWS * 64, r.size)
+        v[start:stop] = np.einsum("ij,ij->i", vectors[r[start:stop]], vectors[c[start:stop]])
+    if min_sim is not None:
+        keep = v >= min_sim
+        r, c, v = r[keep], c[keep], v[keep]
+    order = np.lexsort((c, -v, r))  # by row, best first, then lower index
+    r, c, v = r[order], c[order], v[order]
+    first = np.searchsorted(r, r, side="left")
+    rank = np.arange(r.size) - first
+    keep = rank < kk
+    idx[r[keep], rank[keep]] = c[keep]
+    sim[r[keep], rank[keep]] = v[keep]
+    return idx, sim
+
+
+def _neighbours(
+    items: ClusterInput,
+    vectors: npt.NDArray[np.float32],
+    k: int,
+    min_sim: float | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """The k-NN the strategies link on: among the given candidates when the input has
+    them, else exact."""
+    if items.neighbors is None:
+        return knn(vectors, k, min_sim=min_sim)
+    return _candidate_knn(vectors, items.neighbors, k, min_sim=min_sim)
 
 
 def _medoid(vectors: npt.NDArray[np.float32], members: Sequence[int]) -> int:
@@ -209,11 +284,18 @@ def _canonical(
         return []
     order = sorted(range(n), key=lambda i: items.ids[i])
     perm = np.asarray(order, dtype=np.int64)
+    neighbors: list[list[int]] | None = None
+    if items.neighbors is not None:
+        inv = [0] * n
+        for new_i, old_i in enumerate(order):
+            inv[old_i] = new_i
+        neighbors = [[inv[int(j)] for j in items.neighbors[i]] for i in order]
     canon = ClusterInput(
         ids=[items.ids[i] for i in order],
         vectors=_unit(np.asarray(items.vectors)[perm]),
         importance=np.asarray(items.importance, dtype=np.float64)[perm],
         entities=[frozenset(items.entities[i]) for i in order],
+        neighbors=neighbors,
     )
     groups = run(canon, policy)
     mapped = [sorted(order[i] for i in g) for g in groups if len(g) >= 2]
@@ -226,7 +308,7 @@ def _canonical(
 def _link_edges(items: ClusterInput, policy: Policy) -> list[tuple[float, int, int]]:
     """k-NN links that count: similarity >= theta, or a shared entity and >= entity theta."""
     bar = min(policy.cluster_theta, policy.cluster_entity_theta)
-    idx, sim = knn(items.vectors, policy.cluster_knn, min_sim=bar)
+    idx, sim = _neighbours(items, items.vectors, policy.cluster_knn, min_sim=bar)
     edges: dict[tuple[int, int], float] = {}
     for i in range(idx.shape[0]):
         ent_i = items.entities[i]
@@ -390,7 +472,7 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
     weight: dict[int, float] = {i: float(w0[i]) for i in range(n)}
     members: dict[int, list[int]] = {i: [i] for i in range(n)}
     adj: dict[int, set[int]] = {i: set() for i in range(n)}
-    idx, sim = knn(vecs, policy.cluster_knn, min_sim=1.0 - max_dist)
+    idx, sim = _neighbours(items, vecs, policy.cluster_knn, min_sim=1.0 - max_dist)
     for i in range(n):
         for j_raw, s in zip(idx[i], sim[i], strict=True):
             j = int(j_raw)

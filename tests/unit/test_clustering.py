@@ -301,3 +301,65 @@ def test_every_index_in_at_most_one_group_and_no_group_over_the_cap(
     assert all(0 <= i < n for i in flat)
     assert all(2 <= len(g) <= cap and g == sorted(g) for g in got)
     assert [g[0] for g in got] == sorted(g[0] for g in got)
+
+
+# ------------------------------------------------------------------ given neighbours
+
+
+def with_neighbors(base: ClusterInput, neighbors: list[list[int]]) -> ClusterInput:
+    return ClusterInput(base.ids, base.vectors, base.importance, base.entities, neighbors)
+
+
+def test_given_neighbours_on_a_hand_built_case_match_the_exact_knn() -> None:
+    # the size-cap case: gaps 1, 2, 3, 4 degrees; groups [0, 1, 2], [3, 4] (see above)
+    policy = Policy(cluster_theta=0.9, cluster_medoid_theta=0.0, cluster_max_size=3)
+    base = items(at(0, 1, 3, 6, 10))
+    # every other point as a candidate, in a scrambled order and with a self entry
+    cands = [[4, 2, i, 3, 1, 0] for i in range(5)]
+    assert UF(with_neighbors(base, cands), policy) == UF(base, policy) == [[0, 1, 2], [3, 4]]
+    # only the chain's adjacent points as candidates: same links above theta, same groups
+    chain = [[1], [0, 2], [1, 3], [2, 4], [3]]
+    assert UF(with_neighbors(base, chain), policy) == [[0, 1, 2], [3, 4]]
+    # no candidate for point 4 and none pointing at it: 3 and 4 are never linked
+    cut = [[1], [0, 2], [1, 3], [2], []]
+    assert UF(with_neighbors(base, cut), policy) == [[0, 1, 2]]
+
+
+@pytest.mark.parametrize("name", ["union-find", "recombination"])
+def test_exact_neighbours_passed_in_give_the_built_in_knn_groups(name: str) -> None:
+    x = blobs(12, 6, 24, 0.15, seed=11)
+    rng = np.random.default_rng(3)
+    base = items(x, importance=list(rng.random(len(x))))
+    policy = Policy()
+    idx, _ = knn(x, 3 * policy.cluster_knn)  # a superset of each row's k-NN
+    given_rows = [[int(j) for j in row[::-1]] for row in idx]  # worst first: order is irrelevant
+    expected = make_clusterer(name, policy)(base, policy)
+    assert expected
+    assert make_clusterer(name, policy)(with_neighbors(base, given_rows), policy) == expected
+
+
+def test_given_neighbours_are_permuted_with_the_input() -> None:
+    x = blobs(6, 5, 24, 0.12, seed=4)
+    base = items(x)
+    idx, _ = knn(x, 8)
+    rows = [[int(j) for j in r] for r in idx]
+    policy = Policy()
+    expected = {frozenset(base.ids[i] for i in g) for g in UF(with_neighbors(base, rows), policy)}
+    assert expected
+    perm = np.random.default_rng(1).permutation(len(x))
+    inv = np.argsort(perm)
+    shuffled = ClusterInput(
+        ids=[base.ids[i] for i in perm],
+        vectors=x[perm],
+        importance=np.asarray(base.importance)[perm],
+        entities=[base.entities[i] for i in perm],
+        neighbors=[[int(inv[j]) for j in rows[i]] for i in perm],
+    )
+    got = UF(shuffled, policy)
+    assert {frozenset(shuffled.ids[i] for i in g) for g in got} == expected
+
+
+@pytest.mark.parametrize("bad", [[[1], [2]], [[1], [0], [0]], [[-1], [0]], [[True], [0]]])
+def test_bad_neighbours_are_rejected(bad: list[list[int]]) -> None:
+    with pytest.raises(InvalidInput, match="neighbors"):
+        ClusterInput(["a", "b"], at(0, 10), np.asarray([0.1, 0.2]), [frozenset()] * 2, bad)
