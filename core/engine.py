@@ -70,6 +70,7 @@ from .retrieval import (
     Explanation,
     Ranked,
     best_possible,
+    conversation_context,
     expand,
     fuse,
     needs_similarity,
@@ -698,19 +699,29 @@ class MemoryEngine:
         # for those an exact bound cannot rule out of the top (and the expansion seeds).
         candidates = fuse(dense, lexical, self.policy)
         places = max(k, self.policy.expansion_seeds)
-        memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit)
-        need = needs_similarity(
-            lexical_only,
-            candidates,
-            unseen_similarity_bound(dense, asked),
-            ranked,
-            places,
-            self.policy,
-        )
-        extra = self.vectors.similarities(ns, qvec, need) if need else {}
-        if extra:
+        if self.policy.context_weight > 0:
+            # context needs every candidate's time and true relevance: no early stop here
+            extra = self.vectors.similarities(ns, qvec, lexical_only) if lexical_only else {}
             candidates = fuse(dense, lexical, self.policy, extra)
-            memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, memories)
+            memories = self.store.get_many(ns, list(candidates))
+            candidates = conversation_context(candidates, memories, self.policy, admit)
+            ranked = rank(candidates, memories, when, self.policy, admit)
+        else:
+            memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit)
+            need = needs_similarity(
+                lexical_only,
+                candidates,
+                unseen_similarity_bound(dense, asked),
+                ranked,
+                places,
+                self.policy,
+            )
+            extra = self.vectors.similarities(ns, qvec, need) if need else {}
+            if extra:
+                candidates = fuse(dense, lexical, self.policy, extra)
+                memories, ranked = self._fetch_ranked(
+                    ns, candidates, places, when, admit, memories
+                )
         ranked = self._expand(ns, ranked, candidates, memories, when, admit, k)
 
         top = ranked[: max(k, 1)]
@@ -731,6 +742,7 @@ class MemoryEngine:
                     tier=r.memory.tier,
                     hops=r.candidate.hops,
                     via=r.candidate.via,
+                    context=r.candidate.context,
                 ),
             )
             for r in top

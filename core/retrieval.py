@@ -29,6 +29,7 @@ class Explanation:
     tier: Tier
     hops: int  # 0 = direct hit, n = reached over n graph edges
     via: str | None = None  # the memory it was reached from, when hops > 0
+    context: float = 0.0  # relevance lent by strong matches observed at about the same time
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -41,6 +42,7 @@ class Explanation:
             "tier": self.tier.value,
             "hops": self.hops,
             "via": self.via,
+            "context": round(self.context, 4),
         }
 
 
@@ -52,6 +54,7 @@ class Candidate:
     relevance: float
     hops: int = 0
     via: str | None = None
+    context: float = 0.0
 
 
 def fuse(
@@ -80,6 +83,48 @@ def fuse(
         d = dense_by_id.get(cid, 0.0)
         lx = max(0.0, lex_by_id.get(cid, 0.0))
         out[cid] = Candidate(cid, d, lx, w * d + (1.0 - w) * lx)
+    return out
+
+
+def conversation_context(
+    candidates: Mapping[str, Candidate],
+    memories: Mapping[str, Memory],
+    policy: Policy,
+    admit: Callable[[Memory], bool],
+) -> dict[str, Candidate]:
+    """Lend relevance to what was observed next to a strong match.
+
+    A question's words often match the turn that asked it while the answer is the turn
+    after ("How was the concert?" / "Amazing, we danced all night"). So every candidate
+    observed within `context_window_seconds` of one of the `context_seeds` most relevant
+    (admissible) candidates gains context_weight * that seed's relevance, summed over
+    such seeds. Only candidates already matched by a channel take part: context lifts a
+    weak match, it does not bring in memories that match nothing.
+    """
+    f, window = policy.context_weight, policy.context_window_seconds
+    if f <= 0 or policy.context_seeds <= 0:
+        return dict(candidates)
+    order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
+    seeds = [
+        (c.id, c.relevance, memories[c.id].created_at)
+        for c in order
+        if c.id in memories and admit(memories[c.id])
+    ][: policy.context_seeds]
+    out: dict[str, Candidate] = {}
+    for cid, cand in candidates.items():
+        m = memories.get(cid)
+        lent = 0.0
+        if m is not None:
+            lent = f * sum(
+                rel for sid, rel, at in seeds
+                if sid != cid and abs((at - m.created_at).total_seconds()) <= window
+            )
+        out[cid] = (
+            Candidate(cid, cand.dense, cand.lexical, cand.relevance + lent, cand.hops,
+                      cand.via, lent)
+            if lent > 0
+            else cand
+        )
     return out
 
 

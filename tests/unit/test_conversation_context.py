@@ -1,0 +1,67 @@
+"""Conversation context: a memory observed next to a strong match is lifted by a fixed
+share of that match's relevance (numbers checked by hand)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from reverie.core import Policy
+from reverie.core.models import Memory
+from reverie.core.retrieval import Candidate, conversation_context
+from tests.unit.conftest import T0, make_engine
+
+
+def mem(i: str, seconds: float, status: str = "active") -> Memory:
+    return Memory(id=i, namespace="default", kind="episodic", tier="trace", text=i,
+                  created_at=T0 + timedelta(seconds=seconds), status=status)
+
+
+def test_neighbours_in_time_gain_a_share_of_each_seed() -> None:
+    p = Policy(context_weight=0.1, context_window_seconds=120, context_seeds=2)
+    cands = {
+        "q": Candidate("q", 0.8, 0.8, 0.8),  # seed
+        "s": Candidate("s", 0.6, 0.6, 0.6),  # seed
+        "a": Candidate("a", 0.1, 0.0, 0.05),  # 30 s after q, 90 s after s
+        "far": Candidate("far", 0.2, 0.0, 0.1),  # an hour later: no context
+    }
+    mems = {"q": mem("q", 0), "s": mem("s", -60), "a": mem("a", 30), "far": mem("far", 3600)}
+    out = conversation_context(cands, mems, p, lambda m: m.is_active)
+    assert out["a"].relevance == pytest.approx(0.05 + 0.1 * (0.8 + 0.6))
+    assert out["a"].context == pytest.approx(0.14)
+    assert out["q"].relevance == pytest.approx(0.8 + 0.1 * 0.6)  # not from itself
+    assert out["s"].relevance == pytest.approx(0.6 + 0.1 * 0.8)
+    assert out["far"] == cands["far"]
+    off = conversation_context(cands, mems, p.replace(context_weight=0.0), lambda m: True)
+    assert off == cands
+
+
+def test_only_admissible_seeds_lend() -> None:
+    p = Policy(context_weight=0.1, context_seeds=1)
+    cands = {"old": Candidate("old", 0.9, 0.9, 0.9), "a": Candidate("a", 0.1, 0.0, 0.05)}
+    mems = {"old": mem("old", 0, status="superseded"), "a": mem("a", 10)}
+    out = conversation_context(cands, mems, p, lambda m: m.is_active)
+    assert out["a"].relevance == pytest.approx(0.05)
+
+
+def _pottery_chat(policy: Policy) -> tuple[str, list[str]]:
+    e = make_engine(policy)
+    e.observe("Melanie: how was the pottery workshop last weekend?")
+    e.clock.advance(seconds=30)  # type: ignore[attr-defined]
+    answer = e.observe("Caroline: amazing, I made a blue bowl and a vase")
+    e.clock.advance(days=2)  # type: ignore[attr-defined]
+    for i in range(6):
+        e.observe(f"Caroline: the bowl I made for soup number {i} was chipped")
+        e.clock.advance(hours=5)  # type: ignore[attr-defined]
+    hits = e.recall("what did Caroline make at the pottery workshop?", k=3, reinforce=False)
+    lifted = {h.id for h in hits if h.explanation.context > 0}
+    assert lifted <= {answer.id} | {h.id for h in hits if "pottery" in h.memory.text}
+    return answer.id, [h.id for h in hits]
+
+
+def test_the_reply_to_a_matching_question_is_recalled() -> None:
+    answer, top = _pottery_chat(Policy(context_weight=0.2))
+    assert answer in top
+    answer, top = _pottery_chat(Policy(context_weight=0.0))  # the same chat without context
+    assert answer not in top
