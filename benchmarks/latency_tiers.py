@@ -121,7 +121,9 @@ def build_table(
         v = cap_vecs[i] + cap_vecs[j]
         table[text] = (v / np.linalg.norm(v)).astype(np.float32)
         corpus.append(text)
-    return TableEmbedder(table, model.name, model.dimension), corpus, queries
+    emb = TableEmbedder(table, model.name, model.dimension)
+    emb.real_captions = len(caps)  # type: ignore[attr-defined]
+    return emb, corpus, queries
 
 
 # --- servers -------------------------------------------------------------------------------
@@ -440,7 +442,7 @@ def _redis_version() -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000])
+    ap.add_argument("--sizes", nargs="*", type=int, default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workers", nargs="*", type=int, default=[1, 2, 4])
     ap.add_argument("--throughput-ops", type=int, default=800)
@@ -460,11 +462,39 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     load_before = os.getloadavg()
     embedder, corpus, queries = build_table(
-        max(args.sizes), args.queries, 200 + args.throughput_ops, args.captions,
+        max(args.sizes, default=0), args.queries,
+        100 + args.throughput_ops * max(1, len(args.workers)), args.captions,
         args.vector_cache,
     )
     rows: list[dict[str, Any]] = []
     tput: list[dict[str, Any]] = []
+    meta: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{os.cpu_count()} cores, CPU only, {platform.python_version()}",
+        "queries": args.queries,
+        "redis_version": _redis_version(),
+        "chromadb": chromadb.__version__,
+        "load_average_1m_before_after": [load_before[0], load_before[0]],
+        "real_captions": getattr(embedder, "real_captions", args.captions),
+        "notes": [],
+    }
+
+    def save() -> str:
+        """Written after every measurement, so a run stopped part-way keeps what it had."""
+        meta["load_average_1m_before_after"][1] = os.getloadavg()[0]
+        emb = {r["target_memories"]: r for r in rows if r["tier"] == "embedded"}
+        for r in rows:
+            if r["tier"] == "shared" and r["target_memories"] in emb:
+                ratio = r["recall_p50_ms"] / emb[r["target_memories"]]["recall_p50_ms"]
+                r["recall_p50_vs_embedded"] = ratio
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"{args.name}.json").write_text(
+            json.dumps({"meta": meta, "rows": rows, "throughput": tput}, indent=2)
+        )
+        text = render(rows, tput, meta)
+        (args.out / f"{args.name}.md").write_text(text)
+        return text
+
     with tempfile.TemporaryDirectory(prefix="reverie-tiers-") as tmpdir:
         tmp = Path(tmpdir)
         servers = Servers(tmp / "servers")
@@ -474,35 +504,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                     print(f"[{tier} {size}]", file=sys.stderr)
                     rows.append(measure(tier, size, corpus, queries, embedder, servers, tmp,
                                         args.build_budget, args.bulk_above))
+                    save()
             if args.workers:
                 # texts no size used, so every observe in the throughput runs is new
-                fresh = corpus[max(args.sizes) + 100 :]
+                fresh = corpus[max(args.sizes, default=0) + 100 :]
                 tput = throughput(args.workers, args.throughput_ops, fresh, embedder,
                                   servers, tmp)
         finally:
             servers.stop()
-    meta: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{os.cpu_count()} cores, CPU only, {platform.python_version()}",
-        "queries": args.queries,
-        "redis_version": _redis_version(),
-        "chromadb": chromadb.__version__,
-        "load_average_1m_before_after": [load_before[0], os.getloadavg()[0]],
-        "real_captions": args.captions,
-        "notes": [],
-    }
-    emb = {r["target_memories"]: r for r in rows if r["tier"] == "embedded"}
-    for r in rows:
-        if r["tier"] == "shared" and r["target_memories"] in emb:
-            ratio = r["recall_p50_ms"] / emb[r["target_memories"]]["recall_p50_ms"]
-            r["recall_p50_vs_embedded"] = ratio
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(
-        json.dumps({"meta": meta, "rows": rows, "throughput": tput}, indent=2)
-    )
-    text = render(rows, tput, meta)
-    (args.out / f"{args.name}.md").write_text(text)
-    print(text)
+    print(save())
 
 
 if __name__ == "__main__":
