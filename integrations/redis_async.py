@@ -109,6 +109,7 @@ class AsyncRedisStore:
         self._name = name
         self._namespaces_key, self._meta_key = global_keys(self._prefix)
         self._closed = False
+        self._cluster = isinstance(client, aioredis.RedisCluster)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
         self._degrees = client.register_script(_DEGREES)
@@ -192,11 +193,15 @@ class AsyncRedisStore:
         checked = check_batch(batch, self._prefix)
         if not checked.ids and not checked.edges and not checked.removals:
             return
+        register: list[Command] = []
         if checked.ids:
-            await self._guard(self._client.sadd(self._namespaces_key, checked.namespace))
+            if self._cluster:  # another slot: before the write (see RedisStore.commit)
+                await self._guard(self._client.sadd(self._namespaces_key, checked.namespace))
+            else:
+                register.append(("SADD", self._namespaces_key, checked.namespace))
 
         async def body(pipe: Any) -> list[Command]:
-            return await self._plan(pipe, checked)
+            return await self._plan(pipe, checked) + register
 
         await self._guard(self._transact(checked.watch_keys(), body))
 
