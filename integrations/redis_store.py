@@ -460,11 +460,19 @@ class RedisStore:
                      keys.journal, keys.registry]
             fixed += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
             names = fixed + registry + [keys.record(i) for i in ids]
-            return [("DEL", *chunk) for chunk in _chunks(names)]
+            cmds: list[Command] = [("DEL", *chunk) for chunk in _chunks(names)]
+            if not self._cluster:
+                cmds.append(("SREM", self._namespaces_key, ns))
+            return cmds
 
+        ns = validate_namespace(namespace)
         count: list[int] = [0]
         self._guard(self._transact, [keys.all, keys.registry], body)
-        self._guard(self._client.srem, self._namespaces_key, validate_namespace(namespace))
+        if self._cluster:  # the name set is on another slot: unlist, then re-list if a
+            # writer re-created the namespace meanwhile
+            self._guard(self._client.srem, self._namespaces_key, ns)
+            if self._guard(self._client.zcard, keys.all):
+                self._guard(self._client.sadd, self._namespaces_key, ns)
         return count[0]
 
     # --- RecordStore: reads ---------------------------------------------------------------
