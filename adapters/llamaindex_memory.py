@@ -35,7 +35,7 @@ from reverie.core.packing import pack
 
 try:
     from llama_index.core.base.llms.types import ChatMessage, TextBlock
-    from llama_index.core.bridge.pydantic import Field, field_validator
+    from llama_index.core.bridge.pydantic import Field
     from llama_index.core.memory.memory import BaseMemoryBlock
     from llama_index.core.utils import get_tokenizer
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
@@ -109,10 +109,12 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
         description="Token counter for packing and truncation (Memory's default tokenizer).",
     )
 
-    @field_validator("namespace")
-    @classmethod
-    def _check_namespace(cls, v: str | None) -> str | None:
-        return None if v is None else validate_namespace(v)
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic, so a bad namespace is reverie's typed InvalidNamespace
+        # (pydantic would wrap it into a ValidationError)
+        if data.get("namespace") is not None:
+            validate_namespace(data["namespace"])
+        super().__init__(**data)
 
     # ------------------------------------------------------------------ read
 
