@@ -8,6 +8,7 @@ carries. Baselines run in the same process with the same embedder:
 Run: python benchmarks/locomo.py [--conversations N] [--out benchmarks/results]
      python benchmarks/locomo.py --store both   # SQLite tier vs Redis tier, same run
      python benchmarks/locomo.py --framework langgraph  # LangGraph InMemoryStore vs ReverieStore
+     python benchmarks/locomo.py --framework llamaindex  # VectorMemoryBlock/Chroma vs reverie
 (`--store redis` starts its own redis-server on a free port and stops it afterwards.)
 """
 
@@ -345,16 +346,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument(
         "--framework",
-        choices=["langgraph"],
+        choices=["langgraph", "llamaindex"],
         default=None,
         help="langgraph: InMemoryStore vs reverie through ReverieStore, and adapter overhead "
-        "(benchmarks/locomo_langgraph.py; locomo_langgraph.md)",
+        "(benchmarks/locomo_langgraph.py; locomo_langgraph.md); llamaindex: VectorMemoryBlock "
+        "over Chroma vs reverie through ReverieRetriever/ReverieMemoryBlock, and adapter "
+        "overhead (benchmarks/locomo_llamaindex.py; locomo_llamaindex.md)",
     )
     args = ap.parse_args(argv)
     if args.framework == "langgraph":
         from locomo_langgraph import run_langgraph
 
         run_langgraph(args.conversations, args.out)
+        return
+    if args.framework == "llamaindex":
+        from locomo_llamaindex import run as run_llamaindex
+
+        run_llamaindex(args.conversations, args.out)
         return
     if args.store == "both":
         run_tiers(args.conversations, args.out, args.variants)
