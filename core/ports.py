@@ -150,7 +150,17 @@ class LexicalIndex(Protocol):
 
 @runtime_checkable
 class VectorIndex(Protocol):
-    """Derived data: it can always be rebuilt from the record store (`reverie repair`)."""
+    """Derived data: it can always be rebuilt from the record store (`reverie repair`).
+
+    Optional capabilities, not part of the protocol (core looks them up with `getattr`
+    and has a fallback when they are absent; ChromaIndex has both):
+
+    - `stored_vectors(namespace, ids) -> dict[str, Vector]`: the stored embeddings, so
+      the REM cycle need not re-embed what it clusters;
+    - `neighbors(namespace, ids, k) -> dict[str, list[VectorHit]]`: the k nearest indexed
+      neighbours of each indexed id (itself excluded, best first, unknown ids absent),
+      approximate (HNSW, ~log n each), so clustering is not an exact n^2 k-NN.
+    """
 
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None: ...
 

@@ -58,6 +58,9 @@ _I64 = 2**63
 # `ChromaIndex.query` and the filter columns of benchmarks/results/hnsw.md.
 _OVERFETCH = 5
 _MIN_FETCH = 50
+# `neighbors` fetches and queries this many ids at a time: bounds one request's payload
+# (embeddings in, n x (k+1) results out) for a Chroma server.
+_NEIGHBOR_BATCH = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -576,6 +579,50 @@ class ChromaIndex:
 
             got = self._call(namespace, fetch)
         return got or {}
+
+    def neighbors(
+        self, namespace: str, ids: Sequence[str], k: int
+    ) -> dict[str, list[VectorHit]]:
+        """The `k` nearest indexed neighbours of each indexed id in `ids`, itself excluded,
+        best first (unknown ids absent). Not part of the `VectorIndex` port, an optional
+        capability: the REM cycle clusters on this approximate k-NN (HNSW, ~log n per
+        query) instead of an exact n^2 one. The stored embeddings are fetched in batches
+        and queried in batches, k + 1 results each (the id itself is normally the first)."""
+        validate_namespace(namespace)
+        wanted = list(dict.fromkeys(_check_ids(ids, "neighbors")))
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise InvalidInput(f"k must be an integer, got {k!r}")
+        if k <= 0 or not wanted:
+            return {}
+        with self._guard():
+            col = self._collection(namespace)
+            if col is None:
+                return {}
+            size = min(self._batch_size(), _NEIGHBOR_BATCH)
+
+            def run(c: Any) -> dict[str, list[tuple[str, float]]]:
+                out: dict[str, list[tuple[str, float]]] = {}
+                for s in _chunks(len(wanted), size):
+                    got = c.get(ids=wanted[s], include=["embeddings"])
+                    if not len(got["ids"]):
+                        continue
+                    embs = np.asarray(got["embeddings"], dtype=np.float32)
+                    r = c.query(query_embeddings=embs, n_results=k + 1, include=["distances"])
+                    for qid, hit_ids, dists in zip(
+                        got["ids"], r["ids"], r["distances"], strict=True
+                    ):
+                        pairs = [(i, float(d)) for i, d in zip(hit_ids, dists, strict=True)]
+                        out[qid] = [p for p in pairs if p[0] != qid][:k]
+                return out
+
+            found = self._call(namespace, run) or {}
+        return {
+            qid: sorted(
+                (VectorHit(id=i, similarity=min(1.0, max(-1.0, 1.0 - d))) for i, d in pairs),
+                key=lambda h: (-h.similarity, h.id),
+            )
+            for qid, pairs in found.items()
+        }
 
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]

@@ -456,3 +456,70 @@ def test_server_going_away_is_backend_unavailable(tmp_path: Path) -> None:
         index.query("a", unit(0), k=1)
     with pytest.raises(BackendUnavailable):
         index.upsert("b", items(1))
+
+
+# ------------------------------------------------------------------ neighbors (optional capability)
+
+
+def test_neighbors_of_known_vectors_exclude_the_id_itself(
+    vector_index: ChromaIndex, vector_ns: NS
+) -> None:
+    ns = vector_ns("a")
+    # a at axis 0; b 0.9/0.3 towards axis 1 (cos to a 0.949); c on axis 1; d on axis 2
+    vector_index.upsert(
+        ns,
+        [
+            VectorItem("a", unit(0)),
+            VectorItem("b", mix(0, 1, 0.9, 0.3)),
+            VectorItem("c", unit(1)),
+            VectorItem("d", unit(2)),
+        ],
+    )
+    got = vector_index.neighbors(ns, ["a", "c", "nope"], k=2)
+    assert set(got) == {"a", "c"}  # an unknown id is absent, not an error
+    assert [h.id for h in got["a"]] == ["b", "c"] or [h.id for h in got["a"]] == ["b", "d"]
+    assert got["a"][0].similarity == pytest.approx(0.9 / math.hypot(0.9, 0.3), abs=1e-5)
+    assert got["a"][1].similarity == pytest.approx(0.0, abs=1e-5)
+    assert got["c"][0].id == "b"
+    assert got["c"][0].similarity == pytest.approx(0.3 / math.hypot(0.9, 0.3), abs=1e-5)
+    for hits in got.values():
+        assert len(hits) == 2
+    assert "a" not in [h.id for h in got["a"]]
+    assert vector_index.neighbors(ns, ["a"], k=0) == {}
+    assert vector_index.neighbors(ns, [], k=3) == {}
+    # k past the collection: every other id, no padding
+    assert sorted(h.id for h in vector_index.neighbors(ns, ["d"], k=10)["d"]) == ["a", "b", "c"]
+    with pytest.raises(InvalidInput):
+        vector_index.neighbors(ns, "a", k=2)
+    with pytest.raises(InvalidInput):
+        vector_index.neighbors(ns, ["a"], k=1.5)  # type: ignore[arg-type]
+
+
+def test_neighbors_match_exact_cosine_on_a_small_set(
+    vector_index: ChromaIndex, vector_ns: NS
+) -> None:
+    ns = vector_ns("a")
+    rng = np.random.default_rng(17)
+    x = rng.normal(size=(200, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"v{i:03d}" for i in range(len(x))]
+    vector_index.upsert(ns, [VectorItem(i, v) for i, v in zip(ids, x, strict=True)])
+    k = 5
+    got = vector_index.neighbors(ns, ids, k)
+    assert set(got) == set(ids)
+    sims = x @ x.T
+    np.fill_diagonal(sims, -np.inf)
+    for row, qid in enumerate(ids):
+        exact = np.argsort(-sims[row])[:k]
+        hits = got[qid]
+        assert [h.id for h in hits] == [ids[j] for j in exact]  # 200 points: HNSW is exact here
+        assert [h.similarity for h in hits] == pytest.approx(sims[row, exact].tolist(), abs=1e-4)
+
+
+def test_neighbors_stay_inside_the_namespace(vector_index: ChromaIndex, vector_ns: NS) -> None:
+    a, b = vector_ns("a"), vector_ns("b")
+    vector_index.upsert(a, [VectorItem("x", unit(0)), VectorItem("y", unit(1))])
+    vector_index.upsert(b, [VectorItem("z", unit(0)), VectorItem("x", unit(0))])
+    got = vector_index.neighbors(a, ["x"], k=5)
+    assert [h.id for h in got["x"]] == ["y"]
+    assert vector_index.neighbors(vector_ns("empty"), ["x"], k=5) == {}
