@@ -48,6 +48,8 @@ KillHook = Callable[[str], None]
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 VectorsOf = Callable[[Sequence[Memory]], Vector]
 IndexNodes = Callable[[Sequence[Memory], Sequence[Memory]], None]  # (new nodes, retired members)
+# (ids, k) -> each indexed id's k nearest indexed ids: the vector index's optional `neighbors`
+NeighborsOf = Callable[[Sequence[str], int], Mapping[str, Sequence[str]]]
 
 DEFAULT_STRATEGY = "union-find"  # core/clustering.DEFAULT_STRATEGY; imported lazily there
 PLAN_KEY = "rem-cycle-plan"  # the journal entry holding the cycle in progress
@@ -170,10 +172,45 @@ def flag(
 # ---------------------------------------------------------------------------- cluster
 
 
+def flagged_neighbors(
+    flagged: Sequence[tuple[Memory, float]],
+    vectors: Vector,
+    neighbors_of: NeighborsOf | None,
+    policy: Policy,
+) -> list[list[int]] | None:
+    """Candidate neighbours (row indices into `flagged`) from the vector index's approximate
+    k-NN, restricted to the flagged set; None (the clusterer's exact k-NN) when the index
+    has no `neighbors` or the policy turns it off. A flagged memory the index does not
+    hold gets its candidates by exact search against the flagged vectors (m x n, not n^2)."""
+    want = policy.cluster_knn * policy.cluster_neighbor_overfetch
+    if neighbors_of is None or want <= 0 or len(flagged) < 2:
+        return None
+    ids = [m.id for m, _ in flagged]
+    pos = {i: row for row, i in enumerate(ids)}
+    found = neighbors_of(ids, want)
+    rows = [[pos[j] for j in found.get(i, ()) if j in pos] for i in ids]
+    missing = np.asarray([r for r, i in enumerate(ids) if i not in found], dtype=np.int64)
+    if missing.size:
+        vecs = np.asarray(vectors, dtype=np.float32)
+        take = min(want + 1, len(ids))
+        for start in range(0, missing.size, _DEGREE_CHUNK):
+            block = missing[start : start + _DEGREE_CHUNK]
+            sims = vecs[block] @ vecs.T
+            best = np.argpartition(-sims, take - 1, axis=1)[:, :take]
+            for r, cand in zip(block, best, strict=True):
+                rows[int(r)] = [int(c) for c in cand if int(c) != int(r)]
+    return rows
+
+
 def cluster_groups(
-    flagged: Sequence[tuple[Memory, float]], vectors: Vector, strategy: str, policy: Policy
+    flagged: Sequence[tuple[Memory, float]],
+    vectors: Vector,
+    strategy: str,
+    policy: Policy,
+    neighbors: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Memory]]:
-    """Groups of >= 2 flagged memories, disjoint, as the chosen clusterer finds them."""
+    """Groups of >= 2 flagged memories, disjoint, as the chosen clusterer finds them
+    (on the candidate `neighbors` when given, see `flagged_neighbors`)."""
     from .clustering import ClusterInput, make_clusterer
 
     if len(flagged) < 2:
@@ -183,6 +220,7 @@ def cluster_groups(
         vectors=np.asarray(vectors, dtype=np.float32),
         importance=np.asarray([imp for _, imp in flagged], dtype=np.float64),
         entities=tuple(m.entities for m, _ in flagged),
+        neighbors=neighbors,
     )
     clusterer = make_clusterer(strategy, policy)
     groups: list[list[Memory]] = []
@@ -448,6 +486,7 @@ class CycleDeps:
     now: datetime
     vectors_of: VectorsOf  # embeddings of memories, for clustering
     index_nodes: IndexNodes  # bring the vector index in step after the records
+    neighbors_of: NeighborsOf | None = None  # the index's approximate k-NN, if it has one
 
 
 def _outcome(
@@ -572,7 +611,8 @@ def run_cycle(
         groups: list[list[Memory]] = []
         if len(flagged) >= 2:
             vectors = deps.vectors_of([m for m, _ in flagged])
-            groups = cluster_groups(flagged, vectors, strategy, policy)
+            near = flagged_neighbors(flagged, vectors, deps.neighbors_of, policy)
+            groups = cluster_groups(flagged, vectors, strategy, policy, near)
         if progress is not None:
             progress("cluster", len(groups), len(groups))
         timed("cluster", t0)

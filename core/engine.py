@@ -906,12 +906,19 @@ class MemoryEngine:
             vecs = self._embed_memories(nodes)
             self._index(ns, list(zip(nodes, vecs, strict=True)), retired)
 
+        near = getattr(self.vectors, "neighbors", None)  # optional: HNSW k-NN (core/ports.py)
+
+        def neighbors_of(ids: Sequence[str], k: int) -> dict[str, list[str]]:
+            assert near is not None
+            return {q: [h.id for h in hits] for q, hits in near(ns, ids, k).items()}
+
         deps = consolidation.CycleDeps(
             self.store,
             self.policy,
             self.clock.now(),
             lambda ms: self._stored_or_embedded(ns, ms),
             index_nodes,
+            neighbors_of if near is not None else None,
         )
         return consolidation.run_cycle(
             deps,

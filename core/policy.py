@@ -109,6 +109,11 @@ class Policy:
     cluster_recomb_radius: float = 0.7  # R in d_ij = min(w_i^2p, w_j^2p) dist_ij^2 / R^2
     cluster_recomb_cut: float = 0.35  # cosine distance above which two points never merge
     cluster_recomb_weight_floor: float = 0.01  # importance floor so w^2p stays finite for p<0
+    # REM k-NN from the vector index (HNSW, ~log n per memory) instead of the exact n^2 one,
+    # when the index offers `neighbors`: cluster_knn * this many are asked per flagged memory,
+    # since neighbours that are not flagged are dropped; 0 = always the exact k-NN.
+    # (benchmarks/results/consolidation_speed.md, clustering.md)
+    cluster_neighbor_overfetch: int = 4
     near_duplicate_similarity: float = 0.85
     near_duplicate_trigger: int = 6
     trigger_node_count: int = 5000
