@@ -699,13 +699,15 @@ class MemoryEngine:
         # for those an exact bound cannot rule out of the top (and the expansion seeds).
         candidates = fuse(dense, lexical, self.policy)
         places = max(k, self.policy.expansion_seeds)
-        if self.policy.context_weight > 0:
-            # context needs every candidate's time and true relevance: no early stop here
+        if self.policy.context_weight > 0 and self.policy.context_seeds > 0:
+            # context needs every candidate's true relevance (to pick the seeds) and time
             extra = self.vectors.similarities(ns, qvec, lexical_only) if lexical_only else {}
             candidates = fuse(dense, lexical, self.policy, extra)
-            memories = self.store.get_many(ns, list(candidates))
-            candidates = conversation_context(candidates, memories, self.policy, admit)
-            ranked = rank(candidates, memories, when, self.policy, admit)
+            seeds, read = self._context_seeds(ns, candidates, admit)
+            candidates = conversation_context(
+                candidates, seeds, self._created_times(ns, candidates, read), self.policy
+            )
+            memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, read)
         else:
             memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit)
             need = needs_similarity(
@@ -787,6 +789,41 @@ class MemoryEngine:
             ):
                 break
         return memories, ranked
+
+    def _context_seeds(
+        self,
+        namespace: str,
+        candidates: Mapping[str, Candidate],
+        admit: Callable[[Memory], bool],
+    ) -> tuple[list[Candidate], dict[str, Memory]]:
+        """The most relevant admissible candidates (reading records only as far as needed)."""
+        want = self.policy.context_seeds
+        order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
+        read: dict[str, Memory] = {}
+        seeds: list[Candidate] = []
+        for start in range(0, len(order), want):
+            chunk = order[start : start + want]
+            read.update(self.store.get_many(namespace, [c.id for c in chunk]))
+            seeds.extend(c for c in chunk if c.id in read and admit(read[c.id]))
+            if len(seeds) >= want:
+                break
+        return seeds[:want], read
+
+    def _created_times(
+        self, namespace: str, candidates: Mapping[str, Candidate], read: Mapping[str, Memory]
+    ) -> dict[str, datetime]:
+        """When each candidate was observed: from records already read, and the rest from
+        the store's light `created_times` where it has one (else full records)."""
+        times = {i: m.created_at for i, m in read.items()}
+        rest = [i for i in candidates if i not in times]
+        if rest:
+            light = getattr(self.store, "created_times", None)
+            if callable(light):
+                times.update(light(namespace, rest))
+            else:
+                full = self.store.get_many(namespace, rest)
+                times.update((i, m.created_at) for i, m in full.items())
+        return times
 
     def _expand(
         self,

@@ -88,36 +88,32 @@ def fuse(
 
 def conversation_context(
     candidates: Mapping[str, Candidate],
-    memories: Mapping[str, Memory],
+    seeds: Sequence[Candidate],
+    times: Mapping[str, datetime],
     policy: Policy,
-    admit: Callable[[Memory], bool],
 ) -> dict[str, Candidate]:
     """Lend relevance to what was observed next to a strong match.
 
     A question's words often match the turn that asked it while the answer is the turn
     after ("How was the concert?" / "Amazing, we danced all night"). So every candidate
-    observed within `context_window_seconds` of one of the `context_seeds` most relevant
-    (admissible) candidates gains context_weight * that seed's relevance, summed over
-    such seeds. Only candidates already matched by a channel take part: context lifts a
-    weak match, it does not bring in memories that match nothing.
+    observed within `context_window_seconds` of a seed (the `context_seeds` most relevant
+    admissible candidates, chosen by the caller) gains context_weight * that seed's
+    relevance, summed over such seeds. Only candidates already matched by a channel take
+    part: context lifts a weak match, it does not bring in memories that match nothing.
+    `times` maps candidate ids to when they were observed (created_at).
     """
     f, window = policy.context_weight, policy.context_window_seconds
-    if f <= 0 or policy.context_seeds <= 0:
+    if f <= 0:
         return dict(candidates)
-    order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
-    seeds = [
-        (c.id, c.relevance, memories[c.id].created_at)
-        for c in order
-        if c.id in memories and admit(memories[c.id])
-    ][: policy.context_seeds]
+    anchors = [(s.id, s.relevance, times[s.id]) for s in seeds if s.id in times]
     out: dict[str, Candidate] = {}
     for cid, cand in candidates.items():
-        m = memories.get(cid)
+        at = times.get(cid)
         lent = 0.0
-        if m is not None:
+        if at is not None:
             lent = f * sum(
-                rel for sid, rel, at in seeds
-                if sid != cid and abs((at - m.created_at).total_seconds()) <= window
+                rel for sid, rel, t in anchors
+                if sid != cid and abs((t - at).total_seconds()) <= window
             )
         out[cid] = (
             Candidate(cid, cand.dense, cand.lexical, cand.relevance + lent, cand.hops,

@@ -755,6 +755,23 @@ class SQLiteStore:
         found = {m.id: m for m in map(self._load, records)}
         return {i: found[i] for i in wanted if i in found}  # in the caller's order
 
+    def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
+        """When each memory was created, from the indexed column (no record decoded). Not
+        part of the RecordStore port: recall uses it, where a store has it, to place
+        candidates in time for conversation context."""
+        ns = validate_namespace(namespace)
+        wanted = _unique(ids)
+        out: dict[str, datetime] = {}
+        with self._read() as conn:
+            for chunk in _chunks(wanted):
+                for memory_id, us in conn.execute(
+                    f"SELECT id, created_at FROM memories WHERE namespace = ? "
+                    f"AND id IN ({_marks(len(chunk))})",
+                    (ns, *chunk),
+                ):
+                    out[memory_id] = _EPOCH + us * _MICROSECOND
+        return out
+
     def find_by_hash(self, namespace: str, content_hash: str) -> Memory | None:
         ns = validate_namespace(namespace)
         with self._read() as conn:

@@ -279,3 +279,15 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         ("melani paint a sunris",),
     ]
     conn.close()
+
+
+def test_created_times_come_from_the_column_without_decoding(tmp_path: Path) -> None:
+    a = make_memory("a", created_at=T0 + timedelta(seconds=30, microseconds=7))
+    b = make_memory("b", created_at=T0 + timedelta(days=3))
+    elsewhere = make_memory("a", namespace="other", created_at=T0 + timedelta(days=9))
+    with SQLiteStore(tmp_path / "memory.db") as store:
+        store.commit(WriteBatch("ns", (a, b)))
+        store.commit(WriteBatch("other", (elsewhere,)))
+        got = store.created_times("ns", ["b", "a", "unknown"])
+        assert got == {"a": a.created_at, "b": b.created_at}
+        assert store.created_times("other", ["a"]) == {"a": elsewhere.created_at}

@@ -27,22 +27,34 @@ def test_neighbours_in_time_gain_a_share_of_each_seed() -> None:
         "far": Candidate("far", 0.2, 0.0, 0.1),  # an hour later: no context
     }
     mems = {"q": mem("q", 0), "s": mem("s", -60), "a": mem("a", 30), "far": mem("far", 3600)}
-    out = conversation_context(cands, mems, p, lambda m: m.is_active)
+    times = {i: m.created_at for i, m in mems.items()}
+    seeds = [cands["q"], cands["s"]]
+    out = conversation_context(cands, seeds, times, p)
     assert out["a"].relevance == pytest.approx(0.05 + 0.1 * (0.8 + 0.6))
     assert out["a"].context == pytest.approx(0.14)
     assert out["q"].relevance == pytest.approx(0.8 + 0.1 * 0.6)  # not from itself
     assert out["s"].relevance == pytest.approx(0.6 + 0.1 * 0.8)
     assert out["far"] == cands["far"]
-    off = conversation_context(cands, mems, p.replace(context_weight=0.0), lambda m: True)
+    off = conversation_context(cands, seeds, times, p.replace(context_weight=0.0))
     assert off == cands
 
 
 def test_only_admissible_seeds_lend() -> None:
-    p = Policy(context_weight=0.1, context_seeds=1)
-    cands = {"old": Candidate("old", 0.9, 0.9, 0.9), "a": Candidate("a", 0.1, 0.0, 0.05)}
-    mems = {"old": mem("old", 0, status="superseded"), "a": mem("a", 10)}
-    out = conversation_context(cands, mems, p, lambda m: m.is_active)
-    assert out["a"].relevance == pytest.approx(0.05)
+    e = make_engine(Policy(context_weight=0.5, context_seeds=1))
+    old = e.remember("pottery workshop", "is on", "Friday")
+    e.clock.advance(seconds=20)  # type: ignore[attr-defined]
+    e.remember("pottery workshop", "is on", "Saturday")  # supersedes `old`
+    e.clock.advance(seconds=20)  # type: ignore[attr-defined]
+    reply = e.observe("bring an apron and old clothes")
+    assert e.get(old.id).status.value == "superseded"
+    cands = {
+        old.id: Candidate(old.id, 0.9, 0.9, 0.9),
+        reply.id: Candidate(reply.id, 0.1, 0.0, 0.05),
+    }
+    seeds, _ = e._context_seeds("default", cands, lambda m: m.is_active)
+    assert [s.id for s in seeds] == [reply.id]  # the superseded memory is no seed
+    times = e._created_times("default", cands, {})
+    assert times[old.id] == old.created_at and times[reply.id] == reply.created_at
 
 
 def _pottery_chat(policy: Policy) -> tuple[str, list[str]]:
