@@ -867,10 +867,23 @@ def consolidate(
         ("namespace", report.namespace),
         ("flagged (importance < tau)", str(report.flagged)),
         ("clusters", str(len(report.clusters))),
-        ("memories consolidated", str(report.consolidated)),
         ("active nodes before", str(report.nodes_before)),
-        ("active nodes after", str(report.nodes_after)),
-        ("compression ratio", f"{report.compression_ratio:.2f}x"),
+    ]
+    if dry_run:  # what a real run would do
+        members = sum(len(c.member_ids) for c in report.clusters)
+        after = report.nodes_before - members + len(report.clusters)
+        rows += [
+            ("memories to consolidate", str(members)),
+            ("active nodes after (projected)", str(after)),
+            ("compression ratio (projected)", f"{report.nodes_before / max(after, 1):.2f}x"),
+        ]
+    else:
+        rows += [
+            ("memories consolidated", str(report.consolidated)),
+            ("active nodes after", str(report.nodes_after)),
+            ("compression ratio", f"{report.compression_ratio:.2f}x"),
+        ]
+    rows += [
         ("fallbacks to extractive", str(len(report.fallbacks))),
         ("clusters skipped (changed meanwhile)", str(len(report.failed))),
         ("resumed from an interrupted cycle", str(report.resumed)),
