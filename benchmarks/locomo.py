@@ -253,6 +253,8 @@ def run_tiers(n_conversations: int | None, out_dir: Path, variants: Sequence[str
         f"# LoCoMo on the SQLite tier vs the Redis tier, {results['sqlite']['date']}, "
         f"{results['sqlite']['machine']}",
         "",
+        f"{results['sqlite']['conversations']} conversations, {results['sqlite']['turns']} "
+        f"turns, {results['sqlite']['questions']} questions. "
         "Same process, same embedder, same data; the vector tier is embedded Chroma in both, so "
         "the difference is the record store and its BM25 channel (SQLite FTS5 vs postings in "
         "a real redis-server 7 started by the benchmark). Recall p50 (k=50): SQLite "
