@@ -60,6 +60,8 @@ Groups = list[list[int]]
 
 # Rows of the similarity matrix computed at once; bounds memory (block x n float32), not results.
 _KNN_BLOCK_ROWS = 1024
+# Candidate pairs scored at once (rows gathered per block; 2k measured ~7x faster than 64k).
+_PAIR_BLOCK = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,20 +97,26 @@ class ClusterInput:
             raise InvalidInput(f"entities must hold {n} sets, got {len(self.entities)}")
         if self.neighbors is not None:
             if len(self.neighbors) != n:
-                raise InvalidInput(
-                    f"neighbors must hold {n} rows, got {len(self.neighbors)}"
-                )
-            for i, row in enumerate(self.neighbors):
-                for j in row:
-                    if isinstance(j, bool) or not isinstance(j, int | np.integer) or not (
-                        0 <= j < n
-                    ):
-                        raise InvalidInput(
-                            f"neighbors[{i}] holds {j!r}: neighbours are row indices in [0, {n})"
-                        )
+                raise InvalidInput(f"neighbors must hold {n} rows, got {len(self.neighbors)}")
+            flat = _flat(self.neighbors)
+            if flat is None or (flat.size and (int(flat.min()) < 0 or int(flat.max()) >= n)):
+                raise InvalidInput(f"neighbors must hold row indices in [0, {n}) only")
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+def _flat(rows: Sequence[Sequence[int]]) -> npt.NDArray[np.int64] | None:
+    """All entries of `rows` in one int64 array; None if any is not an integer (bools
+    included: True is not row 1)."""
+    flat = [j for row in rows for j in row]
+    kinds = set(map(type, flat))
+    if bool in kinds or np.bool_ in kinds:
+        return None
+    arr = np.asarray(flat) if flat else np.zeros(0, dtype=np.int64)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        return None
+    return arr.astype(np.int64, copy=False)
 
 
 class Clusterer(Protocol):
@@ -181,24 +189,25 @@ def _candidate_knn(
     idx = np.full((n, kk), -1, dtype=np.int64)
     sim = np.full((n, kk), -np.inf, dtype=np.float32)
     lengths = np.fromiter((len(row) for row in candidates), dtype=np.int64, count=n)
-    if kk == 0 or int(lengths.sum()) == 0:
+    c_all = _flat(candidates)
+    if kk == 0 or c_all is None or c_all.size == 0:
         return idx, sim
     r = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    c = np.fromiter(
-        (int(j) for row in candidates for j in row), dtype=np.int64, count=int(lengths.sum())
-    )
+    c = c_all
     keep = r != c  # a memory is not its own neighbour
     r, c = r[keep], c[keep]
-    r, c = np.divmod(np.unique(r * n + c), n)  # each pair once
     v = np.empty(r.size, dtype=np.float32)
-    for start in range(0, r.size, _KNN_BLOCK_ROWS * 64):  # bounds the gathered rows' memory
-        stop = min(start + _KNN_BLOCK_ROWS * 64, r.size)
+    for start in range(0, r.size, _PAIR_BLOCK):  # small blocks: the gathered rows stay in cache
+        stop = min(start + _PAIR_BLOCK, r.size)
         v[start:stop] = np.einsum("ij,ij->i", vectors[r[start:stop]], vectors[c[start:stop]])
     if min_sim is not None:
         keep = v >= min_sim
         r, c, v = r[keep], c[keep], v[keep]
     order = np.lexsort((c, -v, r))  # by row, best first, then lower index
     r, c, v = r[order], c[order], v[order]
+    once = np.ones(r.size, dtype=bool)  # a candidate listed twice is adjacent to itself now
+    once[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    r, c, v = r[once], c[once], v[once]
     first = np.searchsorted(r, r, side="left")
     rank = np.arange(r.size) - first
     keep = rank < kk
@@ -286,10 +295,13 @@ def _canonical(
     perm = np.asarray(order, dtype=np.int64)
     neighbors: list[list[int]] | None = None
     if items.neighbors is not None:
-        inv = [0] * n
-        for new_i, old_i in enumerate(order):
-            inv[old_i] = new_i
-        neighbors = [[inv[int(j)] for j in items.neighbors[i]] for i in order]
+        inv = np.empty(n, dtype=np.int64)
+        inv[perm] = np.arange(n, dtype=np.int64)
+        lengths = [len(row) for row in items.neighbors]
+        flat = _flat(items.neighbors)
+        assert flat is not None  # checked by ClusterInput
+        rows = np.split(inv[flat], np.cumsum(lengths)[:-1]) if n else []
+        neighbors = [rows[i].tolist() for i in order]
     canon = ClusterInput(
         ids=[items.ids[i] for i in order],
         vectors=_unit(np.asarray(items.vectors)[perm]),

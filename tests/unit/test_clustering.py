@@ -314,8 +314,8 @@ def test_given_neighbours_on_a_hand_built_case_match_the_exact_knn() -> None:
     # the size-cap case: gaps 1, 2, 3, 4 degrees; groups [0, 1, 2], [3, 4] (see above)
     policy = Policy(cluster_theta=0.9, cluster_medoid_theta=0.0, cluster_max_size=3)
     base = items(at(0, 1, 3, 6, 10))
-    # every other point as a candidate, in a scrambled order and with a self entry
-    cands = [[4, 2, i, 3, 1, 0] for i in range(5)]
+    # every other point as a candidate, scrambled, with a self entry and a repeat
+    cands = [[4, 2, i, 3, 1, 0, 2] for i in range(5)]
     assert UF(with_neighbors(base, cands), policy) == UF(base, policy) == [[0, 1, 2], [3, 4]]
     # only the chain's adjacent points as candidates: same links above theta, same groups
     chain = [[1], [0, 2], [1, 3], [2, 4], [3]]
