@@ -161,13 +161,11 @@ class ReverieStore(BaseStore):
             _subject(key), PREDICATE, namespace=self._ns(namespace), kind=self.kind
         )
 
-    def _item(
-        self, namespace: tuple[str, ...], m: Memory, first: datetime | None = None
-    ) -> Item:
+    def _item(self, namespace: tuple[str, ...], m: Memory) -> Item:
         meta = m.metadata[_META]
         return Item(
             value=meta["value"], key=meta["key"], namespace=namespace,
-            created_at=first or m.created_at, updated_at=m.updated_at or m.created_at,
+            created_at=_created(m), updated_at=m.updated_at or m.created_at,
         )
 
     def _text(self, value: Mapping[str, Any], index: Any) -> tuple[str, bool]:
@@ -189,7 +187,7 @@ class ReverieStore(BaseStore):
         active = [v for v in versions if v.status is Status.ACTIVE and _META in v.metadata]
         if not active:
             return None
-        return self._item(op.namespace, active[-1], versions[0].created_at)
+        return self._item(op.namespace, active[-1])
 
     def _put(self, op: PutOp) -> None:
         if op.value is None:
@@ -206,10 +204,16 @@ class ReverieStore(BaseStore):
         digest = hashlib.sha256(
             json.dumps([value, text, indexed], sort_keys=True, default=str).encode()
         ).hexdigest()
+        versions = self._versions(op.namespace, op.key)
+        # the item's created_at is its first version's: kept on each version so a search
+        # page needs no extra lookups
+        first = versions[0].created_at.isoformat() if versions else None
         self.engine.remember(
             _subject(op.key), PREDICATE, digest,
             namespace=self._ns(op.namespace), kind=self.kind, text=text,
-            metadata={_META: {"key": op.key, "value": value, "indexed": indexed}},
+            metadata={
+                _META: {"key": op.key, "value": value, "indexed": indexed, "created_at": first}
+            },
             index=indexed,
         )
 
@@ -236,8 +240,7 @@ class ReverieStore(BaseStore):
             rows = self._listing(op)
             rows.sort(key=lambda r: (r[0].updated_at or r[0].created_at, r[0].id), reverse=True)
             page = rows[op.offset : op.offset + op.limit]
-            firsts = self._first_created(page)
-            return [_search_item(ns, m, None, firsts.get(m.id)) for m, ns in page]
+            return [_search_item(ns, m, None) for m, ns in page]
         spaces = self._namespaces(op.namespace_prefix)
         want = op.offset + op.limit
         ranked: list[tuple[float, Memory, tuple[str, ...]]] = []
@@ -260,8 +263,7 @@ class ReverieStore(BaseStore):
             ranked += kept
         ranked.sort(key=lambda r: (-r[0], r[1].id))
         page = ranked[op.offset : op.offset + op.limit]
-        firsts = self._first_created([(m, ns) for _, m, ns in page])
-        out = [_search_item(ns, m, score, firsts.get(m.id)) for score, m, ns in page]
+        out = [_search_item(ns, m, score) for score, m, ns in page]
         if len(out) < op.limit:  # as LangGraph: unembedded items fill the rest, unscored
             seen = {m.id for _, m, _ in ranked}
             rest = [
@@ -269,21 +271,7 @@ class ReverieStore(BaseStore):
                 for m, ns in self._listing(op)
                 if not m.metadata[_META]["indexed"] and m.id not in seen
             ]
-            rest = rest[: op.limit - len(out)]
-            firsts = self._first_created(rest)
-            out += [_search_item(ns, m, None, firsts.get(m.id)) for m, ns in rest]
-        return out
-
-    def _first_created(
-        self, rows: Iterable[tuple[Memory, tuple[str, ...]]]
-    ) -> dict[str, datetime]:
-        """An item's created_at is its first version's, not the current version's."""
-        out: dict[str, datetime] = {}
-        for m, ns in rows:
-            if m.version > 1 or m.fact is not None:
-                versions = self._versions(ns, m.metadata[_META]["key"])
-                if versions:
-                    out[m.id] = versions[0].created_at
+            out += [_search_item(ns, m, None) for m, ns in rest[: op.limit - len(out)]]
         return out
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -348,14 +336,16 @@ def _last_puts(ops: Sequence[Op]) -> list[PutOp]:
     return list(last.values())
 
 
-def _search_item(
-    ns: tuple[str, ...], m: Memory, score: float | None, first: datetime | None
-) -> SearchItem:
+def _created(m: Memory) -> datetime:
+    first = m.metadata[_META].get("created_at")
+    return datetime.fromisoformat(first) if first else m.created_at
+
+
+def _search_item(ns: tuple[str, ...], m: Memory, score: float | None) -> SearchItem:
     meta = m.metadata[_META]
     return SearchItem(
         namespace=ns, key=meta["key"], value=meta["value"],
-        created_at=first or m.created_at, updated_at=m.updated_at or m.created_at,
-        score=score,
+        created_at=_created(m), updated_at=m.updated_at or m.created_at, score=score,
     )
 
 

@@ -59,3 +59,38 @@ def import_without(module: str, blocked: str) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
+
+
+class InFlight:
+    """Wraps an engine method to record, per call, when it ran (worker-thread side):
+    calls that overlap in time show async callers really run concurrently, whatever the
+    machine's load (wall-clock speed-ups on 2 shared cores are not a stable signal)."""
+
+    def __init__(self, engine: object, method: str = "recall") -> None:
+        import threading
+        import time
+
+        self.spans: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+        inner = getattr(engine, method)
+
+        def wrapped(*args: object, **kwargs: object) -> object:
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.spans.append((t0, time.perf_counter()))
+
+        setattr(engine, method, wrapped)
+
+    def max_concurrent(self) -> int:
+        events = sorted([(s, 1) for s, _ in self.spans] + [(e, -1) for _, e in self.spans])
+        best = cur = 0
+        for _, d in events:
+            cur += d
+            best = max(best, cur)
+        return best
+
+    def busy_sum(self) -> float:
+        return sum(e - s for s, e in self.spans)
