@@ -195,3 +195,37 @@ def test_function_agent_turn_with_reverie_memory_block(engine: MemoryEngine) -> 
     assert "user: I'm planning a trip to Portugal in May." in texts
     assert all(m.tier is Tier.TRACE for m in flushed)
     assert {m.metadata["role"] for m in flushed} == {"user", "assistant"}
+
+
+def test_rem_cycle_through_a_llamaindex_llm(engine: MemoryEngine) -> None:
+    """`engine.consolidate(synthesizer=LlamaIndexSynthesizer(llm))`: the weak, related
+    traces become one synthesis node written from the model's JSON."""
+    from reverie.adapters.llamaindex_ports import LlamaIndexSynthesizer
+    from reverie.core.models import Status
+
+    clock = engine.clock
+    assert isinstance(clock, ManualClock)
+    for text in [
+        # related traces a minute apart (the prompt lists them in time order)
+        "user: my sister Ana moved to Porto in January",
+        "user: Ana found a flat near the river in Porto",
+        "user: Ana started working at a cafe in Porto",
+    ]:
+        engine.observe(text, source="chat-1")
+        clock.advance(seconds=60)
+    clock.advance(days=60)  # they fade below the consolidation threshold
+    synth = LlamaIndexSynthesizer(make_llm())
+    with use_cassette("llamaindex_consolidate") as cassette:
+        report = engine.consolidate(synthesizer=synth)
+
+    assert bodies(cassette)[0]["response_format"]["type"] == "json_object"
+    (outcome,) = report.clusters
+    assert outcome.synthesizer == synth.name and not outcome.fell_back and outcome.committed
+    (node,) = engine.memories(tiers=[Tier.SYNTHESIS])
+    members = list(engine.memories(statuses=[Status.CONSOLIDATED]))
+    assert len(members) >= 2 and all(m.consolidated_into == node.id for m in members)
+    assert node.derived_from == {m.id for m in members} == set(outcome.member_ids)
+    assert node.sources == {"chat-1"} and "Ana" in node.text
+    # recall now finds the synthesis, not the retired members (kept, not deleted)
+    found = {h.id for h in engine.recall("Ana in Porto", k=5)}
+    assert node.id in found and not found & node.derived_from
