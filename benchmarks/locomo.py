@@ -325,6 +325,64 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def lexical_check(n_conversations: int | None, out_dir: Path) -> None:
+    """Why the tiers can differ: BM25 top-50 of every question from the Redis tier, compared
+    with SQLite holding each conversation in a file of its own (per-namespace statistics,
+    like Redis) and with one file holding them all (FTS5 pools statistics over the file).
+    No embedding involved; writes locomo_lexical_check.{md,json}."""
+    from reverie.core.models import Kind, Memory, Tier
+    from reverie.core.ports import WriteBatch
+    from reverie.core.text import content_hash
+    from reverie.integrations.redis_store import RedisStore
+    from reverie.integrations.sqlite_store import SQLiteStore
+
+    sys.path.insert(0, str(ROOT))
+    from tests.servers import start_redis
+
+    convs = load(DATA)[: n_conversations or None]
+    same_own = same_pooled = total = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        server, url = start_redis(Path(tmp) / "redis")
+        pooled = SQLiteStore(Path(tmp) / "pooled.db")
+        redis_store = RedisStore.from_url(url)
+        try:
+            for sample, turns, questions in convs:
+                ns = f"locomo/{sample}"
+                first: dict[str, Memory] = {}
+                for t in turns:  # one memory per distinct text, as observe folds repeats
+                    first.setdefault(content_hash(t.text), Memory(
+                        id=t.dia_id, namespace=ns, kind=Kind.EPISODIC, tier=Tier.TRACE,
+                        text=t.text, created_at=t.at))
+                own = SQLiteStore(Path(tmp) / f"{sample}.db")
+                for store in (pooled, redis_store, own):
+                    store.commit(WriteBatch(ns, tuple(first.values())))
+                for q in questions:
+                    got = [h.id for h in redis_store.search(ns, q.text, 50)]
+                    total += 1
+                    same_own += got == [h.id for h in own.search(ns, q.text, 50)]
+                    same_pooled += got == [h.id for h in pooled.search(ns, q.text, 50)]
+                own.close()
+        finally:
+            redis_store.close()
+            pooled.close()
+            server.stop()
+    result = {"conversations": len(convs), "questions": total,
+              "same_top50_as_sqlite_file_per_namespace": same_own,
+              "same_top50_as_sqlite_one_pooled_file": same_pooled}
+    text = (
+        f"# LoCoMo BM25: Redis tier vs SQLite tier, {len(convs)} conversations\n\n"
+        f"Questions whose BM25 top-50 ids (in order) from the Redis tier equal SQLite's:\n\n"
+        f"| SQLite layout | equal / questions |\n|---|---|\n"
+        f"| a file per conversation (per-namespace statistics) | {same_own} / {total} |\n"
+        f"| one file, a namespace per conversation (pooled statistics) | {same_pooled} / {total}"
+        " |\n"
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "locomo_lexical_check.json").write_text(json.dumps(result, indent=2))
+    (out_dir / "locomo_lexical_check.md").write_text(text)
+    print(text)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from reverie.core import Policy
 
@@ -342,9 +400,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument(
         "--store",
-        choices=["sqlite", "redis", "both"],
+        choices=["sqlite", "redis", "both", "lexical-check"],
         default="sqlite",
-        help="record store tier; 'both' compares them in one run (locomo_tiers.md)",
+        help="record store tier; 'both' compares them in one run (locomo_tiers.md); "
+        "'lexical-check' compares their BM25 top-50 alone (locomo_lexical_check.md)",
     )
     ap.add_argument(
         "--framework",
@@ -365,6 +424,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         from locomo_llamaindex import run as run_llamaindex
 
         run_llamaindex(args.conversations, args.out)
+        return
+    if args.store == "lexical-check":
+        lexical_check(args.conversations, args.out)
         return
     if args.store == "both":
         run_tiers(args.conversations, args.out, args.variants)
