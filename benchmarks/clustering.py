@@ -518,13 +518,143 @@ def growth(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def hnsw_compare(n_groups: int) -> dict[str, Any]:
+    """Default union-find and recombination on the COCO set with the exact k-NN vs the
+    vector index's HNSW neighbours (embedded Chroma, DEFAULT_HNSW), the way the REM
+    cycle gets them: k * overfetch asked per item, filtered to the cluster input. Two
+    cases: every item flagged, and only the items of every other group flagged (the
+    rest indexed too), where unflagged neighbours are filtered out. Writes
+    clustering_hnsw.md/json; B-cubed is over the flagged items."""
+    import tempfile
+
+    from reverie.core.clustering import ClusterInput, knn, make_clusterer
+    from reverie.core.policy import Policy
+    from reverie.core.ports import VectorItem
+    from reverie.integrations.chroma_index import ChromaIndex
+
+    texts, labels = load_groups(n_groups)
+    vecs = embed(texts)
+    imp = np.asarray([importance_of(t) for t in texts])
+    ents = [entities_of(t) for t in texts]
+    ids = [f"c{i:05d}" for i in range(len(texts))]
+    policy = Policy()
+    k = policy.cluster_knn
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        index = ChromaIndex.embedded(Path(tmp) / "chroma")
+        try:
+            index.upsert("coco", [VectorItem(i, v) for i, v in zip(ids, vecs, strict=True)])
+            group_ids = sorted(set(labels))
+            half = set(group_ids[::2])
+            cases = {
+                "all flagged": list(range(len(texts))),
+                "every other group flagged": [i for i, g in enumerate(labels) if g in half],
+            }
+            for case, sel in cases.items():
+                sub_ids = [ids[i] for i in sel]
+                sub_vecs = vecs[sel]
+                sub_labels = [labels[i] for i in sel]
+                pos = {x: r for r, x in enumerate(sub_ids)}
+                exact_idx, _ = knn(sub_vecs / np.linalg.norm(sub_vecs, axis=1, keepdims=True), k)
+                exact_sets = [set(int(j) for j in row if j >= 0) for row in exact_idx]
+                for overfetch in (0, 1, 2, 4, 8):
+                    t0 = time.perf_counter()
+                    neighbors = None
+                    if overfetch:
+                        found = index.neighbors("coco", sub_ids, k * overfetch)
+                        neighbors = [
+                            [pos[h.id] for h in found.get(x, []) if h.id in pos] for x in sub_ids
+                        ]
+                    fetch_s = time.perf_counter() - t0
+                    found_frac = (
+                        1.0
+                        if neighbors is None
+                        else float(
+                            np.mean([
+                                len(exact_sets[r] & set(neighbors[r])) / max(len(exact_sets[r]), 1)
+                                for r in range(len(sub_ids))
+                            ])
+                        )
+                    )
+                    items = ClusterInput(
+                        sub_ids, sub_vecs, imp[sel], [ents[i] for i in sel], neighbors
+                    )
+                    for strategy in ("union-find", "recombination"):
+                        t1 = time.perf_counter()
+                        groups = make_clusterer(strategy, policy)(items, policy)
+                        secs = time.perf_counter() - t1
+                        q = bcubed(groups, sub_labels)
+                        row = {
+                            "case": case,
+                            "items": len(sel),
+                            "knn": "exact" if not overfetch else f"hnsw x{overfetch}",
+                            "overfetch": overfetch,
+                            "strategy": strategy,
+                            "exact_knn_found": found_frac,
+                            "neighbors_seconds": fetch_s,
+                            "cluster_seconds": secs,
+                            "clusters": len(groups),
+                            **q,
+                        }
+                        rows.append(row)
+                        print(
+                            f"{case:26s} {row['knn']:9s} {strategy:13s} "
+                            f"kNN found {found_frac:.3f} P={q['precision']:.3f} "
+                            f"R={q['recall']:.3f} F1={q['f1']:.3f} "
+                            f"({fetch_s:.2f}s + {secs:.2f}s)",
+                            file=sys.stderr,
+                        )
+        finally:
+            index.close()
+    report = {
+        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": (
+            f"{platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}"
+        ),
+        "texts": len(texts),
+        "groups": n_groups,
+        "k": k,
+        "rows": rows,
+    }
+    (RESULTS / "clustering_hnsw.json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [
+        "# Clustering on HNSW neighbours vs the exact k-NN (COCO captions)",
+        "",
+        f"Measured {report['when']} on {report['machine']}; {len(texts)} COCO captions from "
+        f"{n_groups} groups, MiniLM embeddings; default policy (k = {k}). HNSW neighbours from "
+        "an embedded Chroma collection (DEFAULT_HNSW) holding all captions, k x overfetch "
+        "asked per flagged item and filtered to the flagged set; 'kNN found' is the mean "
+        "fraction of each item's exact k-NN (within the flagged set) among its candidates. "
+        "B-cubed over the flagged items. Run: python benchmarks/clustering.py --hnsw",
+        "",
+        "| case | items | k-NN | strategy | kNN found | P | R | F1 | neighbours s | cluster s |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['case']} | {r['items']} | {r['knn']} | {r['strategy']} | "
+            f"{r['exact_knn_found']:.3f} | {r['precision']:.3f} | {r['recall']:.3f} | "
+            f"{r['f1']:.3f} | {r['neighbors_seconds']:.2f} | {r['cluster_seconds']:.2f} |"
+        )
+    (RESULTS / "clustering_hnsw.md").write_text("\n".join(lines) + "\n")
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", type=int, default=400)
     ap.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000, 50000])
     ap.add_argument("--hdbscan-max", type=int, default=10000)
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument(
+        "--hnsw", action="store_true",
+        help="only compare exact vs HNSW neighbours (clustering_hnsw.md), no sweep",
+    )
     args = ap.parse_args()
+    if args.hnsw:
+        hnsw_compare(args.groups)
+        print((RESULTS / "clustering_hnsw.md").read_text())
+        return
     q = quality(args.groups)
     report: dict[str, Any] = {
         "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

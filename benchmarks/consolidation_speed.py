@@ -105,9 +105,19 @@ def fill(engine: Any, ns: str, texts: list[str], vectors: np.ndarray, t0: dateti
         )
 
 
-def measure(n: int, tmp: Path) -> dict[str, Any]:
+def measure(n: int, tmp: Path, knn: str = "hnsw") -> dict[str, Any]:
     from reverie.core import ManualClock
+    from reverie.core.policy import Policy
     from reverie.integrations import open_engine
+
+    # "hnsw": the cycle clusters on the vector index's neighbours at every size;
+    # "exact": cluster_neighbor_overfetch 0, the exact n^2 k-NN (the baseline);
+    # "default": the default policy (HNSW from cluster_index_knn_min flagged memories)
+    policy = {
+        "hnsw": Policy(cluster_index_knn_min=0),
+        "exact": Policy(cluster_neighbor_overfetch=0),
+        "default": Policy(),
+    }[knn]
 
     texts, vectors, topics = synthetic(n)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -116,6 +126,7 @@ def measure(n: int, tmp: Path) -> dict[str, Any]:
         embedder=LookupEmbedder(dict(zip(texts, vectors, strict=True))),
         clock=ManualClock(t0 + timedelta(days=60)),  # old enough for the blend to fall below tau
         namespace="bench",
+        policy=policy,
     )
     try:
         started = time.perf_counter()
@@ -146,12 +157,19 @@ def measure(n: int, tmp: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 50000])
+    parser.add_argument(
+        "--knn", choices=["default", "hnsw", "exact"], default="default",
+        help="k-NN for clustering: the default policy, HNSW neighbours always, or exact",
+    )
+    parser.add_argument(
+        "--tag", default="", help="suffix of the results files (consolidation_speed_TAG.md)"
+    )
     args = parser.parse_args()
     rows: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             print(f"n = {n}: filling and running one cycle ...", flush=True)
-            rows[n] = measure(n, Path(tmp))
+            rows[n] = measure(n, Path(tmp), args.knn)
             r = rows[n]
             print(
                 f"  {r['seconds']:.2f} s  flagged {r['flagged']}  clusters {r['committed']}"
@@ -178,16 +196,19 @@ def main() -> None:
         "vectors": f"synthetic, {DIM}-d, precomputed (no model time)",
         "synthesizer": "extractive (no LLM)",
         "store": "SQLite file + embedded Chroma",
+        "knn": args.knn,
     }
     out = {"meta": meta, "rows": {str(k): v for k, v in rows.items()}, "growth": growth,
            "fitted_exponent": fit}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "consolidation_speed.json").write_text(json.dumps(out, indent=2) + "\n")
+    stem = f"_{args.tag}" if args.tag else ""
+    (RESULTS / f"consolidation_speed{stem}.json").write_text(json.dumps(out, indent=2) + "\n")
     lines = [
         "# Consolidation speed (one REM cycle, extractive synthesizer)",
         "",
         f"Measured {meta['date']} on {meta['machine']}, Python {meta['python']}; "
-        f"{meta['store']}; vectors {meta['vectors']}. LLM time excluded by design. "
+        f"{meta['store']}; vectors {meta['vectors']}; k-NN for clustering: {meta['knn']}. "
+        "LLM time excluded by design. "
         "Setup (filling the store) is not timed.",
         "",
         "| flagged | clusters | consolidated | nodes before -> after | cycle s | "
@@ -214,8 +235,8 @@ def main() -> None:
     if 10000 in rows:
         verdict = "met" if rows[10000]["seconds"] <= 60 else "NOT met"
         lines.append(f"- target 10k in at most 60 s: {verdict} ({rows[10000]['seconds']:.1f} s)")
-    (RESULTS / "consolidation_speed.md").write_text("\n".join(lines) + "\n")
-    print(f"saved {RESULTS / 'consolidation_speed.md'}")
+    (RESULTS / f"consolidation_speed{stem}.md").write_text("\n".join(lines) + "\n")
+    print(f"saved {RESULTS / f'consolidation_speed{stem}.md'}")
 
 
 if __name__ == "__main__":

@@ -180,10 +180,11 @@ def flagged_neighbors(
 ) -> list[list[int]] | None:
     """Candidate neighbours (row indices into `flagged`) from the vector index's approximate
     k-NN, restricted to the flagged set; None (the clusterer's exact k-NN) when the index
-    has no `neighbors` or the policy turns it off. A flagged memory the index does not
+    has no `neighbors`, the policy turns it off, or fewer memories are flagged than
+    `cluster_index_knn_min` (below it the exact k-NN is faster). A flagged memory the index does not
     hold gets its candidates by exact search against the flagged vectors (m x n, not n^2)."""
     want = policy.cluster_knn * policy.cluster_neighbor_overfetch
-    if neighbors_of is None or want <= 0 or len(flagged) < 2:
+    if neighbors_of is None or want <= 0 or len(flagged) < max(policy.cluster_index_knn_min, 2):
         return None
     ids = [m.id for m, _ in flagged]
     pos = {i: row for row, i in enumerate(ids)}
