@@ -33,8 +33,11 @@ VECS = at(0, 3, 90, 93)  # a~b, c~d
 ON = Policy(cluster_index_knn_min=0)
 
 
-def index_answer(answer: Mapping[str, Sequence[str]]) -> tuple[list[tuple[list[str], int]], NeighborsOf]:
-    calls: list[tuple[list[str], int]] = []
+Calls = list[tuple[list[str], int]]
+
+
+def index_answer(answer: Mapping[str, Sequence[str]]) -> tuple[Calls, NeighborsOf]:
+    calls: Calls = []
 
     def neighbors_of(ids: Sequence[str], k: int) -> Mapping[str, Sequence[str]]:
         calls.append((list(ids), k))
