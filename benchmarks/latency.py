@@ -91,6 +91,11 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
     recall(False)
     r_raw10, r_raw50 = raw(10), raw(engine.policy.candidate_pool)
     r_read, r_full = recall(False), recall(True)
+    # the price of conversation context: the same reads with it turned off
+    defaults = engine.policy
+    engine.policy = defaults.replace(context_weight=0.0)
+    r_plain = recall(False)
+    engine.policy = defaults
     engine.close()
     row = {
         "memories": size,
@@ -103,6 +108,7 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
         "recall_p95_ms": pct(r_full, 95),
         "recall_no_reinforce_p50_ms": pct(r_read, 50),
         "recall_no_reinforce_p95_ms": pct(r_read, 95),
+        "recall_no_context_no_reinforce_p50_ms": pct(r_plain, 50),
     }
     row["ratio_recall_vs_raw_k10"] = row["recall_p50_ms"] / row["raw_chroma_k10_p50_ms"]
     row["ratio_recall_vs_raw_k50"] = row["recall_p50_ms"] / row["raw_chroma_k50_p50_ms"]
@@ -120,8 +126,8 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         "| memories | observe p50 / p95 ms | bulk observe /s | raw Chroma k=10 p50 | "
         "raw Chroma k=50 p50 | recall p50 / p95 ms | recall w/o reinforce p50 | "
-        "recall / raw k=10 | recall / raw k=50 |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "recall / raw k=10 | recall / raw k=50 | recall w/o reinforce, context off p50 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -130,7 +136,8 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r['raw_chroma_k50_p50_ms']:.2f} | "
             f"{r['recall_p50_ms']:.2f} / {r['recall_p95_ms']:.2f} | "
             f"{r['recall_no_reinforce_p50_ms']:.2f} | {r['ratio_recall_vs_raw_k10']:.2f}x | "
-            f"{r['ratio_recall_vs_raw_k50']:.2f}x |"
+            f"{r['ratio_recall_vs_raw_k50']:.2f}x | "
+            f"{r['recall_no_context_no_reinforce_p50_ms']:.2f} |"
         )
     return "\n".join(lines) + "\n"
 

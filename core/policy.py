@@ -80,7 +80,7 @@ class Policy:
     # Conversation context: memories observed within `context_window_seconds` of one of the
     # `context_seeds` most relevant candidates gain context_weight * that seed's relevance
     # (summed over such seeds): the reply to a matching question is usually the answer.
-    # LoCoMo recall@10 0.632 -> 0.675 at 0.1 / 120 s (benchmarks/results/locomo.md); 0 = off.
+    # LoCoMo recall@10 0.630 -> 0.675 at 0.1 / 120 s (benchmarks/results/locomo.md); 0 = off.
     context_weight: float = 0.1
     context_window_seconds: float = 120.0
     context_seeds: int = 20
