@@ -9,7 +9,9 @@
 
 and the adapter overhead: on the same namespace and questions, interleaved, the time of
 `engine.recall` directly vs `ReverieStore.search` vs `ReverieRetriever.invoke` (k=50,
-no reinforcement, query embeddings cached so only the adapter and recall are timed).
+no reinforcement, query embeddings cached so only the adapter and recall are timed;
+each call repeated 3 times in rotating order and the fastest kept, since the machine is
+shared and a single timing is mostly other jobs' noise).
 Run: python benchmarks/locomo.py --framework langgraph [--conversations N]
 Writes benchmarks/results/locomo_langgraph.{md,json}.
 """
@@ -29,6 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MemoEmbedder
 from locomo import DATA, KS, Scores, load
+
+REPEATS = 3  # timed calls per question and path; the minimum is kept
 
 
 def _embeddings(memo: MemoEmbedder) -> Any:
@@ -98,10 +102,15 @@ def run_langgraph(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
                 order = list(calls)
                 shift = len(timing["engine.recall"]) % len(order)  # rotate: no path always first
                 out: dict[str, Any] = {}
-                for path in order[shift:] + order[:shift]:
-                    t0 = time.perf_counter()
-                    out[path] = calls[path]()
-                    timing[path].append(time.perf_counter() - t0)
+                best: dict[str, float] = {}
+                for _ in range(REPEATS):  # the best of a few: the machine is shared
+                    for path in order[shift:] + order[:shift]:
+                        t0 = time.perf_counter()
+                        out[path] = calls[path]()
+                        took = time.perf_counter() - t0
+                        best[path] = min(best.get(path, took), took)
+                for path, took in best.items():
+                    timing[path].append(took)
                 res, items, docs = (
                     out["engine.recall"], out["ReverieStore.search"],
                     out["ReverieRetriever.invoke"],
@@ -159,7 +168,8 @@ def render(r: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "## Adapter overhead (k=50, same namespace and questions, interleaved in rotating order)",
+        "## Adapter overhead (k=50, same namespace and questions; best of 3 per question, "
+        "rotating order)",
         "",
         "| path | p50 ms | mean ms | p50 vs engine.recall |",
         "|---|---|---|---|",
