@@ -181,9 +181,11 @@ def test_list_namespaces_max_depth_and_pagination(populated: BaseStore) -> None:
     assert s.list_namespaces(offset=8) == everything[8:]
 
 
-def test_list_namespaces_after_delete(store: BaseStore) -> None:
+def test_list_namespaces_lists_only_namespaces_with_items(store: BaseStore) -> None:
+    assert store.list_namespaces() == []
     store.put(("x", "y"), "k", {"text": "t"})
     assert store.list_namespaces(prefix=("x",)) == [("x", "y")]
+    assert store.list_namespaces(prefix=("x", "y", "z")) == []
 
 
 # ---------------------------------------------------------------- search and filters
