@@ -232,9 +232,11 @@ def measure(
 
     recall(False)  # warm both tiers' caches the same way
     r_read, r_full = recall(False), recall(True)
+    parts = port_parts(engine, ns, queries)
     stats = engine.stats(namespace=ns)
     engine.close()
     return {
+        **parts,
         "tier": tier,
         "memories": done + len(held_out),
         "target_memories": size,
@@ -249,6 +251,37 @@ def measure(
         "recall_p95_ms": pct(r_full, 95),
         "recall_no_reinforce_p50_ms": pct(r_read, 50),
         "recall_no_reinforce_p95_ms": pct(r_read, 95),
+    }
+
+
+def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]:
+    """p50 of the port calls one recall makes, each timed alone, to show where a tier's
+    time goes: the dense query, the lexical search, reading 20 records, the
+    reinforcement write (touch of 10 ids)."""
+    pool = engine.policy.candidate_pool
+    vecs = engine.embedder.embed(list(queries))
+    ids = [h.id for h in engine.vectors.query(ns, vecs[0], 20)]
+    t_vec, t_lex, t_get, t_touch = [], [], [], []
+    when = engine.clock.now()
+    for q, v in zip(queries, vecs, strict=True):
+        t0 = time.perf_counter()
+        engine.vectors.query(ns, v, pool)
+        t1 = time.perf_counter()
+        engine.lexical.search(ns, q, pool)
+        t2 = time.perf_counter()
+        engine.store.get_many(ns, ids)
+        t3 = time.perf_counter()
+        engine.store.touch(ns, ids[:10], when, engine.policy.access_window)
+        t4 = time.perf_counter()
+        t_vec.append(t1 - t0)
+        t_lex.append(t2 - t1)
+        t_get.append(t3 - t2)
+        t_touch.append(t4 - t3)
+    return {
+        "part_vector_query_p50_ms": pct(t_vec, 50),
+        "part_lexical_search_p50_ms": pct(t_lex, 50),
+        "part_get_many_20_p50_ms": pct(t_get, 50),
+        "part_touch_10_p50_ms": pct(t_touch, 50),
     }
 
 
@@ -404,6 +437,21 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
             f" | {r['recall_no_reinforce_p50_ms']:.1f} / {r['recall_no_reinforce_p95_ms']:.1f}"
             f" | {r['bulk_observe_per_s']:.0f} | {ratio:.2f}x |"
         )
+    if any("part_vector_query_p50_ms" in r for r in rows):
+        lines += [
+            "",
+            "Where a recall's time goes: p50 of each port call timed alone (k=50 candidates).",
+            "",
+            "| memories | tier | vector query | lexical search | get_many 20 | touch 10 |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            if "part_vector_query_p50_ms" in r:
+                lines.append(
+                    f"| {r['memories']:,} | {r['tier']} | {r['part_vector_query_p50_ms']:.1f}"
+                    f" | {r['part_lexical_search_p50_ms']:.1f} | "
+                    f"{r['part_get_many_20_p50_ms']:.1f} | {r['part_touch_10_p50_ms']:.1f} |"
+                )
     if tput:
         lines += [
             "",
