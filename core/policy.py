@@ -115,10 +115,11 @@ class Policy:
     # 99.5 % of the exact k-NN with half the COCO set flagged, x2 92.9 %, x1 67.5 %, and the
     # B-cubed scores equal the exact path's (benchmarks/results/clustering_hnsw.md).
     cluster_neighbor_overfetch: int = 4
-    # ... but only from this many flagged memories: through Chroma (ef_search 200) a query
-    # costs ~5 ms here, so the exact BLAS k-NN is faster below the crossover measured in
-    # benchmarks/results/knn_speed.md. 0 = whenever the index offers it.
-    cluster_index_knn_min: int = 50_000
+    # ... but only from this many flagged memories. Through Chroma (ef_search 200) a query
+    # costs ~5 ms on this machine: exact vs HNSW 9.1 vs 50 s at 10k, 139 vs 268 s at 50k
+    # (benchmarks/results/knn_speed.md); HNSW grows ~n^1.04, exact ~n^1.70, so they cross
+    # near 135k by extrapolation (not measured). 0 = whenever the index offers it.
+    cluster_index_knn_min: int = 135_000
     near_duplicate_similarity: float = 0.85
     near_duplicate_trigger: int = 6
     trigger_node_count: int = 5000
