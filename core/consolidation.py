@@ -375,8 +375,27 @@ def commit_group(
     after a crash at any point, or after it finished (it then changes nothing).
     Raises `ClusterStale` (nothing written) if a member is no longer active."""
     del policy  # every number this step needs is in the payload; kept for a stable signature
+    node, _retired = _commit_cluster(
+        store, namespace, [m.id for m in members], payload, now, kill_hook, synthesizer
+    )
+    return node
+
+
+def _commit_cluster(
+    store: RecordStore,
+    namespace: str,
+    member_ids: Iterable[str],
+    payload: SynthesisPayload,
+    now: datetime,
+    kill_hook: KillHook | None,
+    synthesizer: str,
+) -> tuple[Memory, list[Memory]]:
+    """`commit_group`, also returning the members as they now stand (for the vector
+    index). Every read here is by key and every write touches the cluster only, so a
+    cluster costs the same whatever the size of the store: the cycle runs this thousands
+    of times."""
     hook: KillHook = kill_hook or (lambda _step: None)
-    ids = sorted({m.id for m in members})
+    ids = sorted(set(member_ids))
     if len(ids) < 2:
         raise InvalidInput("a cluster needs at least two distinct members")
     fp = fingerprint(ids)
@@ -384,23 +403,24 @@ def commit_group(
     base = {"synthesis_id": sid, "members": ids}
     entry = store.journal_get(namespace, fp)
     state = None if entry is None else entry.get("state")
-    if state == "done":
-        node = store.get(namespace, sid)
-        if node is not None:
-            return node
+    # the node and the members in one read (the node is only there on a rerun)
+    found = store.get_many(namespace, [*ids, sid])
+    node = found.pop(sid, None)
+    if state == "done" and node is not None:
+        return node, [found[i] for i in ids if i in found]
     if state is None:
         _journal(store, namespace, fp, "started", base, hook)
 
     # 1. the node (with its provenance edges), unless a previous run inserted it
-    node = store.get(namespace, sid)
+    current: dict[str, Memory] | None = None
     if node is None:
-        current = store.get_many(namespace, ids)
-        stale = [i for i in ids if i not in current or not current[i].is_active]
+        stale = [i for i in ids if i not in found or not found[i].is_active]
         if stale:
             raise ClusterStale(
                 f"cluster {fp}: member(s) {', '.join(stale)} are gone or no longer active; "
                 "skipped, nothing written"
             )
+        current = found
         node = build_node(namespace, [current[i] for i in ids], payload, now, synthesizer)
         provenance = tuple(Edge(sid, i, EdgeType.DERIVED_FROM, 1.0) for i in ids)
         store.commit(WriteBatch(namespace, (node,), provenance))
@@ -415,11 +435,10 @@ def commit_group(
         _journal(store, namespace, fp, "edges", base, hook)
 
     # 3. members retired (soft): consolidated into the node, never deleted
-    _retire_members(store, namespace, ids, sid, now)
+    retired = _retire_members(store, namespace, ids, sid, now, current)
     hook("members-retired")
     _journal(store, namespace, fp, "done", base, hook)
-    final = store.get(namespace, sid)
-    return final if final is not None else node
+    return node, retired
 
 
 def inherited_edges(edges: Iterable[Edge], member_ids: Iterable[str], sid: str) -> tuple[
@@ -456,22 +475,30 @@ def _move_edges(store: RecordStore, ns: str, ids: Sequence[str], sid: str) -> No
 
 
 def _retire_members(
-    store: RecordStore, ns: str, ids: Sequence[str], sid: str, now: datetime
-) -> None:
+    store: RecordStore,
+    ns: str,
+    ids: Sequence[str],
+    sid: str,
+    now: datetime,
+    known: Mapping[str, Memory] | None = None,
+) -> list[Memory]:
+    """Mark the members consolidated into `sid`; returns every member as it now stands.
+    `known` (the members just read) saves the first read; a conflict re-reads."""
+    current = dict(known) if known is not None else store.get_many(ns, ids)
     for _ in range(_CAS_RETRIES):
-        current = store.get_many(ns, ids)
         puts = tuple(
             m.evolve(status=Status.CONSOLIDATED, consolidated_into=sid, updated_at=now)
             for m in current.values()
             if m.is_active
         )
         if not puts:
-            return
+            return list(current.values())
         try:
             store.commit(WriteBatch(ns, puts))
-            return
         except ConflictError:  # a concurrent recall touched a member: re-read and retry
+            current = store.get_many(ns, ids)
             continue
+        return [*puts, *(m for m in current.values() if not m.is_active)]
     raise ConflictError(f"gave up retiring the members of {sid} after {_CAS_RETRIES} conflicts")
 
 
@@ -549,16 +576,15 @@ def _execute_plan(
             bool(c["fell_back"]),
             None if c.get("reason") is None else str(c["reason"]),
         )
-        members = list(store.get_many(ns, ids).values())
         try:
-            node = commit_group(
-                store, ns, members, payload, now, deps.policy, hook, synthesizer=syn.synthesizer
+            node, members = _commit_cluster(
+                store, ns, ids, payload, now, hook, syn.synthesizer
             )
         except ClusterStale as e:
             outcomes.append(_outcome(fp, ids, syn, False, str(e)))
         else:
             nodes.append(node)
-            retired.extend(store.get_many(ns, ids).values())
+            retired.extend(members)
             outcomes.append(_outcome(fp, ids, syn, True))
         if progress is not None:
             progress("commit", n, len(clusters))

@@ -887,9 +887,13 @@ class SQLiteStore:
         with self._read() as conn:
             for chunk in _chunks(wanted):
                 marks = _marks(len(chunk))
-                for column in ("src", "dst"):
+                # Without the hint SQLite answers `dst IN` from the primary key's
+                # `namespace` prefix, a scan of every edge of the namespace per call: the
+                # REM commit then slowed down as the store grew (weight is not in the
+                # index, so the planner undervalues it).
+                for column, index in (("src", ""), ("dst", " INDEXED BY edges_by_dst")):
                     for src, dst, type_, weight in conn.execute(
-                        f"SELECT src, dst, type, weight FROM edges "
+                        f"SELECT src, dst, type, weight FROM edges{index} "
                         f"WHERE namespace = ? AND {column} IN ({marks})",
                         (ns, *chunk),
                     ):
