@@ -40,6 +40,8 @@ under load, union-find took 0.15 s / 6.5 s / 165 s at 1k / 10k / 50k points, HDB
 A caller that already has an approximate neighbour graph (the vector index's HNSW, see
 `VectorIndex.neighbors` in core/ports.py) passes it as `ClusterInput.neighbors`; union-find
 and recombination then search only those candidates, about n k dot products instead of n^2.
+Through Chroma that path grows ~n^1.04 but costs ~5 ms a query here, so the cycle uses it
+only above `policy.cluster_index_knn_min` flagged memories (benchmarks/results/knn_speed.md).
 """
 
 from __future__ import annotations
