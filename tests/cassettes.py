@@ -49,5 +49,7 @@ def use_cassette(name: str, **kwargs: Any) -> AbstractContextManager[Any]:
         raise FileNotFoundError(
             f"cassette {filename} is missing: record it with scripts/record-cassettes"
         )
+    if recording():  # a re-recording replaces the cassette: vcrpy would append to it
+        (CASSETTE_DIR / filename).unlink(missing_ok=True)
     mode = "all" if recording() else "none"
     return _VCR.use_cassette(filename, record_mode=mode, allow_playback_repeats=False, **kwargs)
