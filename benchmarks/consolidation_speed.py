@@ -197,6 +197,8 @@ def main() -> None:
         "synthesizer": "extractive (no LLM)",
         "store": "SQLite file + embedded Chroma",
         "knn": args.knn,
+        # a shared machine: the load says how much the times are inflated
+        "load_average_at_end": [round(x, 1) for x in os.getloadavg()],
     }
     out = {"meta": meta, "rows": {str(k): v for k, v in rows.items()}, "growth": growth,
            "fitted_exponent": fit}
@@ -232,6 +234,12 @@ def main() -> None:
         )
     if fit is not None:
         lines.append(f"- fitted exponent over all sizes: {fit:.2f}")
+    per_cluster = ", ".join(
+        f"{rows[n]['phases'].get('commit', 0) * 1000 / max(rows[n]['committed'], 1):.1f} ms "
+        f"at {n}" for n in ns
+    )
+    lines.append(f"- commit phase per committed cluster: {per_cluster}")
+    lines.append(f"- load average at the end (1, 5, 15 min): {meta['load_average_at_end']}")
     if 10000 in rows:
         verdict = "met" if rows[10000]["seconds"] <= 60 else "NOT met"
         lines.append(f"- target 10k in at most 60 s: {verdict} ({rows[10000]['seconds']:.1f} s)")
