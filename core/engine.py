@@ -65,6 +65,7 @@ from .ports import (
     VectorItem,
     WriteBatch,
 )
+from .reinforcement import Reinforcer
 from .retrieval import (
     Candidate,
     Explanation,
@@ -218,6 +219,14 @@ class MemoryEngine:
         # the importance of recent retrievals that the weak-retrievals trigger watches
         self.synthesizer = synthesizer
         self._retrievals = consolidation.RetrievalLog(policy.trigger_retrieval_window)
+        # recall's access reinforcement, written behind the caller (core/reinforcement.py)
+        self._reinforcer = (
+            Reinforcer(
+                self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries
+            )
+            if policy.reinforce_async
+            else None
+        )
         if check_embedder:  # off only to re-embed a store after a model change
             self._check_embedder()
 
@@ -240,7 +249,27 @@ class MemoryEngine:
                 ".repair(reembed=True))"
             )
 
-    def _ns(self, namespace: str | None) -> str:
+    def _touch(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
+        self.store.touch(namespace, ids, at, self.policy.access_window)
+
+    def flush_reinforcement(self) -> None:
+        """Wait until every recall's access reinforcement is written. Engine methods that
+        read or write records do this themselves; call it before reading `engine.store`
+        directly, or from another engine on the same store."""
+        if self._reinforcer is not None:
+            self._reinforcer.flush()
+
+    def _read(self, namespace: str, ids: Sequence[str]) -> dict[str, Memory]:
+        """Records for recall, with every touch already queued for them applied."""
+        if self._reinforcer is not None:
+            self._reinforcer.settle(namespace, ids)
+        return self.store.get_many(namespace, ids)
+
+    def _ns(self, namespace: str | None, *, flush: bool = True) -> str:
+        """The namespace to use; first, every queued reinforcement is written, so reads
+        see all earlier recalls' touches (recall itself waits only for its records')."""
+        if flush:
+            self.flush_reinforcement()
         return validate_namespace(self.default_namespace if namespace is None else namespace)
 
     def _now(self, at: datetime | None) -> datetime:
@@ -661,7 +690,7 @@ class MemoryEngine:
         then included, decay measured then, nothing reinforced). `include_history`
         also returns superseded and consolidated memories. Recalled memories are
         reinforced (their decay clock restarts) unless `reinforce=False`."""
-        ns = self._ns(namespace)
+        ns = self._ns(namespace, flush=False)
         self._check_text(query, "query")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
@@ -756,7 +785,10 @@ class MemoryEngine:
         if as_of is None and hits:
             self._retrievals.note(ns, [h.explanation.importance for h in hits])
         if reinforce and as_of is None and hits:
-            self.store.touch(ns, [h.id for h in hits], now, self.policy.access_window)
+            if self._reinforcer is not None:
+                self._reinforcer.submit(ns, [h.id for h in hits], now)
+            else:
+                self._touch(ns, [h.id for h in hits], now)
         return RecallResult(query, tuple(hits), tokens)
 
     def _fetch_ranked(
@@ -780,7 +812,7 @@ class MemoryEngine:
         for start in range(0, len(order), step):
             chunk = [c.id for c in order[start : start + step] if c.id not in memories]
             if chunk:
-                memories.update(self.store.get_many(namespace, chunk))
+                memories.update(self._read(namespace, chunk))
             fetched = {c.id: c for c in order[: start + step]}
             ranked = rank(fetched, memories, when, self.policy, admit)
             rest = order[start + step : start + step + 1]
@@ -803,7 +835,7 @@ class MemoryEngine:
         seeds: list[Candidate] = []
         for start in range(0, len(order), want):
             chunk = order[start : start + want]
-            read.update(self.store.get_many(namespace, [c.id for c in chunk]))
+            read.update(self._read(namespace, [c.id for c in chunk]))
             seeds.extend(c for c in chunk if c.id in read and admit(read[c.id]))
             if len(seeds) >= want:
                 break
@@ -868,7 +900,7 @@ class MemoryEngine:
         if not added:
             return ranked
         missing = [i for i in added if i not in memories]
-        memories.update(self.store.get_many(namespace, missing))
+        memories.update(self._read(namespace, missing))
         return rank(known, memories, when, self.policy, admit)
 
     def history(
@@ -1022,6 +1054,7 @@ class MemoryEngine:
     ) -> eviction.GcReport:
         """Delete archived memories decayed below `policy.gc_salience`, except
         retention-exempt ones (core/eviction.py). `namespace=None`: every namespace."""
+        self.flush_reinforcement()
         return eviction.gc(self, namespace, dry_run=dry_run, progress=progress)
 
     def sweep(
@@ -1035,6 +1068,7 @@ class MemoryEngine:
         """Distil, then archive, memories decayed below `policy.evict_salience`; over the
         hard cap, merge first and archive the lowest scores (core/eviction.py).
         `namespace=None`: every namespace."""
+        self.flush_reinforcement()
         return eviction.sweep(
             self, namespace, dry_run=dry_run, progress=progress, synthesizer=synthesizer
         )
@@ -1042,6 +1076,7 @@ class MemoryEngine:
     def forget_namespace(self, namespace: str) -> int:
         """Delete everything a namespace holds (a user's right to erasure)."""
         ns = validate_namespace(namespace)
+        self.flush_reinforcement()
         n = self.store.delete_namespace(ns)
         self.vectors.drop_namespace(ns)
         return n
@@ -1060,6 +1095,7 @@ class MemoryEngine:
         }
 
     def namespaces(self) -> list[str]:
+        self.flush_reinforcement()
         return self.store.namespaces()
 
     def memories(
@@ -1082,6 +1118,7 @@ class MemoryEngine:
     def export(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """JSON-ready records: a header, then every memory (all statuses) and edge.
         `namespace=None` exports every namespace."""
+        self.flush_reinforcement()
         spaces = [self._ns(namespace)] if namespace is not None else self.store.namespaces()
         yield {"type": "reverie-export", "format": FORMAT_VERSION}
         for ns in spaces:
@@ -1103,6 +1140,7 @@ class MemoryEngine:
         """Restore an export. Each batch is validated whole before it is written, and
         memories already present at the same or a newer version are left alone, so an
         import can be re-run after an interruption."""
+        self.flush_reinforcement()
         counts = {"memories": 0, "edges": 0, "skipped": 0}
         memories: list[Memory] = []
         edges: list[tuple[str, Edge]] = []
@@ -1161,6 +1199,7 @@ class MemoryEngine:
         """Rebuild the derived vector index from the records: index what is missing,
         drop what has no record, refresh statuses. `reembed=True` re-embeds everything
         with the current embedder (after a model change)."""
+        self.flush_reinforcement()
         report = RepairReport()
         spaces = [self._ns(namespace)] if namespace is not None else self.store.namespaces()
         for ns in spaces:
@@ -1228,6 +1267,8 @@ class MemoryEngine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self._reinforcer is not None:  # drain: queued touches are written, not dropped
+            self._reinforcer.close()
         self.vectors.close()
         self.store.close()
 

@@ -16,6 +16,7 @@ from typing import Any
 from .errors import InvalidPolicy
 
 _SIGNED_FIELDS = frozenset({"cluster_recomb_p"})  # the only numbers allowed below zero
+_FLAG_FIELDS = frozenset({"reinforce_async"})  # the only switches (bool, not numbers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +139,20 @@ class Policy:
     consolidation_lock_seconds: float = 900.0  # lease on the namespace during a cycle
     trigger_retrieval_window: int = 50  # recent top-k retrievals whose mean importance is watched
     trigger_duplicate_sample: int = 20  # newest memories checked for near-duplicates
+    # --- access reinforcement (core/reinforcement.py): recall's touch is written behind the
+    # caller by one worker thread; reads of a record wait for its queued touches first
+    reinforce_async: bool = True  # False: recall writes its touch before returning
+    reinforce_queue: int = 1024  # queued touches; a full queue makes recall touch inline
+    reinforce_retries: int = 3  # re-tries of a failed background touch before it is logged
 
     def __post_init__(self) -> None:
         problems: list[str] = []
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.name in _FLAG_FIELDS:
+                if not isinstance(v, bool):
+                    problems.append(f"{f.name} must be True or False, got {v!r}")
+                continue
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 problems.append(f"{f.name} must be a finite number, got {v!r}")
             elif v < 0 and f.name not in _SIGNED_FIELDS:
@@ -173,7 +183,7 @@ class Policy:
             "cluster_knn", "cluster_max_size", "cluster_hdbscan_min_cluster_size",
             "cluster_hdbscan_min_samples", "cluster_recomb_radius", "cluster_recomb_weight_floor",
             "synthesis_max_workers", "trigger_retrieval_window", "trigger_duplicate_sample",
-            "sweep_digest_size",
+            "sweep_digest_size", "reinforce_queue",
         ]:
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")
