@@ -219,13 +219,10 @@ class MemoryEngine:
         # the importance of recent retrievals that the weak-retrievals trigger watches
         self.synthesizer = synthesizer
         self._retrievals = consolidation.RetrievalLog(policy.trigger_retrieval_window)
-        # recall's access reinforcement, written behind the caller (core/reinforcement.py)
-        self._reinforcer = (
-            Reinforcer(
-                self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries
-            )
-            if policy.reinforce_async
-            else None
+        # recall's access reinforcement, written behind the caller when
+        # policy.reinforce_async (core/reinforcement.py); its thread starts on first use
+        self._reinforcer = Reinforcer(
+            self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries
         )
         if check_embedder:  # off only to re-embed a store after a model change
             self._check_embedder()
@@ -256,13 +253,11 @@ class MemoryEngine:
         """Wait until every recall's access reinforcement is written. Engine methods that
         read or write records do this themselves; call it before reading `engine.store`
         directly, or from another engine on the same store."""
-        if self._reinforcer is not None:
-            self._reinforcer.flush()
+        self._reinforcer.flush()
 
     def _read(self, namespace: str, ids: Sequence[str]) -> dict[str, Memory]:
         """Records for recall, with every touch already queued for them applied."""
-        if self._reinforcer is not None:
-            self._reinforcer.settle(namespace, ids)
+        self._reinforcer.settle(namespace, ids)
         return self.store.get_many(namespace, ids)
 
     def _ns(self, namespace: str | None, *, flush: bool = True) -> str:
@@ -785,7 +780,7 @@ class MemoryEngine:
         if as_of is None and hits:
             self._retrievals.note(ns, [h.explanation.importance for h in hits])
         if reinforce and as_of is None and hits:
-            if self._reinforcer is not None:
+            if self.policy.reinforce_async:
                 self._reinforcer.submit(ns, [h.id for h in hits], now)
             else:
                 self._touch(ns, [h.id for h in hits], now)
@@ -1267,8 +1262,7 @@ class MemoryEngine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-        if self._reinforcer is not None:  # drain: queued touches are written, not dropped
-            self._reinforcer.close()
+        self._reinforcer.close()  # drain: queued touches are written, not dropped
         self.vectors.close()
         self.store.close()
 

@@ -86,7 +86,7 @@ def test_reads_wait_for_queued_touches() -> None:
     store.gate.clear()  # the worker blocks inside touch: the touch stays queued
     hit = engine.recall("alpha apples", namespace="ns", k=1)
     assert hit[0].id == a  # recall returned while its touch is still pending
-    assert engine._reinforcer is not None and engine._reinforcer.backlog == 1
+    assert engine._reinforcer.backlog == 1
     threading.Timer(0.2, store.gate.set).start()  # open the gate from elsewhere
     assert engine.get(a, namespace="ns").access_count == 1  # get waited for the write
     engine.close()
@@ -119,7 +119,7 @@ def test_close_drains_the_queue() -> None:
     store.gate.clear()
     for i in range(6):
         engine.recall("alpha apples", namespace=f"n{i}", k=1)
-    assert engine._reinforcer is not None and engine._reinforcer.backlog == 6
+    assert engine._reinforcer.backlog == 6
     threading.Timer(0.2, store.gate.set).start()
     engine.close()  # returns once all six touches are written
     assert store.touches == 6
@@ -156,9 +156,9 @@ def test_full_queue_touches_inline_and_loses_nothing() -> None:
 def test_synchronous_policy_touches_before_returning() -> None:
     store = GatedStore()
     engine, (a, _, _) = _seed(store, Policy(reinforce_async=False))
-    assert engine._reinforcer is None
     engine.recall("alpha apples", namespace="ns", k=1)
     assert store.get("ns", a).access_count == 1  # type: ignore[union-attr]
+    assert engine._reinforcer._thread is None  # never used
     engine.close()
 
 
@@ -168,7 +168,7 @@ def test_failing_touch_is_retried_then_applied() -> None:
     store.fail_next = 2  # two failures, then the store is back
     engine.recall("alpha apples", namespace="ns", k=1)
     assert engine.get(a, namespace="ns").access_count == 1
-    assert engine._reinforcer is not None and engine._reinforcer.failed == []
+    assert engine._reinforcer.failed == []
     engine.close()
 
 
