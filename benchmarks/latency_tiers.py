@@ -222,16 +222,26 @@ def measure(
         engine.observe(t, namespace=ns)
         obs.append(time.perf_counter() - t1)
 
-    def recall(reinforce: bool) -> list[float]:
+    def recall(reinforce: bool, drain: bool = False) -> list[float]:
         out = []
         for q in queries:
             t1 = time.perf_counter()
             engine.recall(q, namespace=ns, k=10, reinforce=reinforce)
             out.append(time.perf_counter() - t1)
+            if drain:  # untimed: the background touch finishes between calls
+                engine.flush_reinforcement()
+        engine.flush_reinforcement()
         return out
 
     recall(False)  # warm both tiers' caches the same way
     r_read, r_full = recall(False), recall(True)
+    # the same reinforcing recalls with the write-behind queue drained between calls
+    # (an agent doing anything between recalls), and with the touch written inline (sync)
+    r_drained = recall(True, drain=True)
+    defaults = engine.policy
+    engine.policy = defaults.replace(reinforce_async=False)
+    r_sync = recall(True)
+    engine.policy = defaults
     parts = port_parts(engine, ns, queries)
     stats = engine.stats(namespace=ns)
     engine.close()
@@ -251,6 +261,10 @@ def measure(
         "recall_p95_ms": pct(r_full, 95),
         "recall_no_reinforce_p50_ms": pct(r_read, 50),
         "recall_no_reinforce_p95_ms": pct(r_read, 95),
+        "recall_drained_p50_ms": pct(r_drained, 50),
+        "recall_drained_p95_ms": pct(r_drained, 95),
+        "recall_sync_p50_ms": pct(r_sync, 50),
+        "recall_sync_p95_ms": pct(r_sync, 95),
     }
 
 
@@ -419,23 +433,40 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
         f"every vector (all-MiniLM-L6-v2 over {meta['real_captions']:,} COCO captions; beyond "
         "them, two-caption "
         "composites with the normalised sum of their vectors) is computed before the timed "
-        "sections. Observe = one new text through `engine.observe`.",
+        "sections. Observe = one new text through `engine.observe`. Recall = the default "
+        "(reinforcement written behind the caller), back to back; drained = the same with "
+        "the queue drained between calls outside the timing; sync = "
+        "Policy(reinforce_async=False), the touch written before recall returns.",
         "",
         "| memories | tier | observe p50 / p95 ms | recall p50 / p95 ms | "
-        "recall w/o reinforce p50 / p95 ms | bulk build /s | recall p50 vs embedded |",
-        "|---|---|---|---|---|---|---|",
+        "recall drained p50 / p95 | recall sync p50 / p95 | "
+        "recall w/o reinforce p50 / p95 ms | bulk build /s | recall p50 vs embedded | "
+        "drained vs embedded drained | sync vs embedded sync |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     emb = {r["target_memories"]: r for r in rows if r["tier"] == "embedded"}
     for r in rows:
         ref = emb.get(r["target_memories"])
         ratio = r["recall_p50_ms"] / ref["recall_p50_ms"] if ref else float("nan")
+
+        def vs(key: str, r: dict[str, Any] = r, ref: dict[str, Any] | None = ref) -> str:
+            if ref is None or key not in r or key not in ref:
+                return "-"
+            return f"{r[key] / ref[key]:.2f}x"
+
+        def cell(key: str, r: dict[str, Any] = r) -> str:
+            if f"{key}_p50_ms" not in r:
+                return "-"
+            return f"{r[f'{key}_p50_ms']:.1f} / {r[f'{key}_p95_ms']:.1f}"
         note = "" if r["complete"] else f" (of {r['target_memories']:,}: build time-boxed)"
         note += " (bulk-built)" if r.get("build_path") == "bulk commit" else ""
         lines.append(
             f"| {r['memories']:,}{note} | {r['tier']} | {r['observe_p50_ms']:.1f} / "
             f"{r['observe_p95_ms']:.1f} | {r['recall_p50_ms']:.1f} / {r['recall_p95_ms']:.1f}"
+            f" | {cell('recall_drained')} | {cell('recall_sync')}"
             f" | {r['recall_no_reinforce_p50_ms']:.1f} / {r['recall_no_reinforce_p95_ms']:.1f}"
-            f" | {r['bulk_observe_per_s']:.0f} | {ratio:.2f}x |"
+            f" | {r['bulk_observe_per_s']:.0f} | {ratio:.2f}x"
+            f" | {vs('recall_drained_p50_ms')} | {vs('recall_sync_p50_ms')} |"
         )
     if any("part_vector_query_p50_ms" in r for r in rows):
         lines += [
