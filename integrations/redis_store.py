@@ -47,6 +47,7 @@ from reverie.core.errors import (
     LockBusy,
     MissingExtra,
     ReverieError,
+    StoreCorrupt,
 )
 from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
 from reverie.core.ports import LexicalHit, WriteBatch
@@ -488,6 +489,28 @@ class RedisStore:
         wanted = _unique(ids)
         found = self._guard(self._read_records, self._client, keys, wanted)
         return {i: found[i] for i in wanted if i in found}  # in the caller's order
+
+    def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
+        """When each memory was created: one MGET per chunk, reading only `created_at` from
+        each record (no Memory is built). Not part of the RecordStore port: recall uses it,
+        where a store has it, to place candidates in time for conversation context."""
+        keys = self._keys(namespace)
+        wanted = _unique(ids)
+        out: dict[str, datetime] = {}
+        for chunk in _chunks(wanted):
+            names = [keys.record(i) for i in chunk]
+            raws = self._guard(self._client.execute_command, "MGET", *names)
+            for memory_id, name, raw in zip(chunk, names, raws, strict=True):
+                if raw is None:
+                    continue
+                try:
+                    out[memory_id] = utc(datetime.fromisoformat(json.loads(raw)["created_at"]))
+                except (ValueError, KeyError, TypeError) as e:
+                    raise StoreCorrupt(
+                        f"Redis key {name} holds an unreadable memory record ({e}); reverie "
+                        "did not modify it"
+                    ) from None
+        return out
 
     def find_by_hash(self, namespace: str, content_hash_: str) -> Memory | None:
         keys = self._keys(namespace)
