@@ -271,11 +271,13 @@ def measure(
 def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]:
     """p50 of the port calls one recall makes, each timed alone, to show where a tier's
     time goes: the dense query, the lexical search, reading 20 records, the
-    reinforcement write (touch of 10 ids)."""
+    reinforcement write (touch of 10 ids), and placing 50 candidates in time for conversation
+    context from full records (get_many) vs the light `created_times`."""
     pool = engine.policy.candidate_pool
     vecs = engine.embedder.embed(list(queries))
     ids = [h.id for h in engine.vectors.query(ns, vecs[0], 20)]
-    t_vec, t_lex, t_get, t_touch = [], [], [], []
+    ids50 = [h.id for h in engine.vectors.query(ns, vecs[0], 50)]
+    t_vec, t_lex, t_get, t_touch, t_get50, t_times50 = [], [], [], [], [], []
     when = engine.clock.now()
     for q, v in zip(queries, vecs, strict=True):
         t0 = time.perf_counter()
@@ -287,6 +289,12 @@ def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]
         t3 = time.perf_counter()
         engine.store.touch(ns, ids[:10], when, engine.policy.access_window)
         t4 = time.perf_counter()
+        engine.store.get_many(ns, ids50)
+        t5 = time.perf_counter()
+        engine.store.created_times(ns, ids50)
+        t6 = time.perf_counter()
+        t_get50.append(t5 - t4)
+        t_times50.append(t6 - t5)
         t_vec.append(t1 - t0)
         t_lex.append(t2 - t1)
         t_get.append(t3 - t2)
@@ -296,6 +304,8 @@ def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]
         "part_lexical_search_p50_ms": pct(t_lex, 50),
         "part_get_many_20_p50_ms": pct(t_get, 50),
         "part_touch_10_p50_ms": pct(t_touch, 50),
+        "part_get_many_50_p50_ms": pct(t_get50, 50),
+        "part_created_times_50_p50_ms": pct(t_times50, 50),
     }
 
 
@@ -473,15 +483,18 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
             "",
             "Where a recall's time goes: p50 of each port call timed alone (k=50 candidates).",
             "",
-            "| memories | tier | vector query | lexical search | get_many 20 | touch 10 |",
-            "|---|---|---|---|---|---|",
+            "| memories | tier | vector query | lexical search | get_many 20 | touch 10 | "
+            "get_many 50 | created_times 50 |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
             if "part_vector_query_p50_ms" in r:
                 lines.append(
                     f"| {r['memories']:,} | {r['tier']} | {r['part_vector_query_p50_ms']:.1f}"
                     f" | {r['part_lexical_search_p50_ms']:.1f} | "
-                    f"{r['part_get_many_20_p50_ms']:.1f} | {r['part_touch_10_p50_ms']:.1f} |"
+                    f"{r['part_get_many_20_p50_ms']:.1f} | {r['part_touch_10_p50_ms']:.1f} | "
+                    f"{r.get('part_get_many_50_p50_ms', float('nan')):.2f} | "
+                    f"{r.get('part_created_times_50_p50_ms', float('nan')):.2f} |"
                 )
     if tput:
         lines += [
