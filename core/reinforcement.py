@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import weakref
 from collections import Counter, deque
@@ -46,22 +47,33 @@ class Reinforcer:
         self._apply = apply
         self._capacity = capacity
         self._retries = retries
-        self._cond = threading.Condition()
-        self._queue: deque[Touch] = deque()
-        self._busy: Touch | None = None  # the event the worker is applying now
-        self._pending: Counter[tuple[str, str]] = Counter()  # queued + in flight, per id
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._reset()
         self.failed: list[tuple[Touch, BaseException]] = []  # given up after the retries
         self.inline = 0  # touches applied by the caller because the queue was full
         # a process that exits without close() still writes what it queued
         atexit.register(_close_at_exit, weakref.ref(self))
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._queue: deque[Touch] = deque()
+        self._busy: Touch | None = None  # the event the worker is applying now
+        self._pending: Counter[tuple[str, str]] = Counter()  # queued + in flight, per id
+        self._thread: threading.Thread | None = None
+
+    def _after_fork(self) -> None:
+        """A forked child has no worker thread: start afresh (the parent applies its own
+        queued touches), so the child's waits do not hang on a thread that is not there."""
+        if self._pid != os.getpid():
+            self._reset()
 
     def submit(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         """Queue a touch and return; apply it inline when the queue is full or closed."""
         event = Touch(namespace, tuple(ids), at)
         if not event.ids:
             return
+        self._after_fork()
         with self._cond:
             queued = not self._closed and len(self._queue) < self._capacity
             if queued:
@@ -80,6 +92,7 @@ class Reinforcer:
 
     def settle(self, namespace: str, ids: Sequence[str]) -> None:
         """Wait until no queued or in-flight touch concerns these records."""
+        self._after_fork()
         keys = [(namespace, i) for i in ids]
         with self._cond:
             while any(k in self._pending for k in keys):
@@ -87,6 +100,7 @@ class Reinforcer:
 
     def flush(self) -> None:
         """Wait until every touch submitted so far is applied (or given up on)."""
+        self._after_fork()
         with self._cond:
             while self._queue or self._busy is not None:
                 self._cond.wait()
@@ -98,6 +112,7 @@ class Reinforcer:
 
     def close(self) -> None:
         """Drain the queue and stop the worker; later submits are applied inline."""
+        self._after_fork()
         with self._cond:
             self._closed = True
             self._cond.notify_all()

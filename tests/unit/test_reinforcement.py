@@ -205,3 +205,32 @@ def test_reinforcer_applies_events_in_order() -> None:
     assert seen == [("ns", (f"m{n}",)) for n in range(50)]
     r.submit("ns", ["late"], T0)  # after close: applied inline
     assert seen[-1] == ("ns", ("late",))
+
+
+def _flush_in_child(r: Reinforcer) -> None:
+    r.flush()  # the parent's touch is still queued there; the child must not wait for it
+
+
+def test_a_forked_child_does_not_wait_for_the_parents_queue() -> None:
+    import multiprocessing
+
+    gate = threading.Event()
+    applied: list[tuple[str, ...]] = []
+
+    def apply(ns: str, ids: Sequence[str], at: datetime) -> None:
+        gate.wait(timeout=30)
+        applied.append(tuple(ids))
+
+    r = Reinforcer(apply, capacity=10, retries=0)
+    r.submit("ns", ["a"], T0)  # the worker blocks in apply
+    r.submit("ns", ["b"], T0)  # queued
+    child = multiprocessing.get_context("fork").Process(target=_flush_in_child, args=(r,))
+    child.start()
+    child.join(timeout=20)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+    gate.set()
+    r.close()
+    assert not hung and child.exitcode == 0
+    assert applied == [("a",), ("b",)]  # the parent still applied its own touches
