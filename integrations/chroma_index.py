@@ -22,10 +22,12 @@ Design choices, and why:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -61,6 +63,12 @@ _MIN_FETCH = 50
 # `neighbors` fetches and queries this many ids at a time: bounds one request's payload
 # (embeddings in, n x (k+1) results out) for a Chroma server.
 _NEIGHBOR_BATCH = 1000
+# A Chroma server that is still persisting a collection's first HNSW segment answers a
+# concurrent read with "Error creating hnsw segment reader: Nothing found on disk"
+# (chroma-core/chroma#4212); seen here with 4 worker processes on one namespace. It
+# clears within moments, so such reads are retried with backoff before giving up.
+_TRANSIENT_MARKERS = ("nothing found on disk", "error creating hnsw segment reader")
+_TRANSIENT_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +394,7 @@ class ChromaIndex:
             if col is None:
                 return None
             try:
-                return fn(col)
+                return _retry_transient(namespace, functools.partial(fn, col))
             except NotFoundError:
                 with self._lock:
                     self._collections.pop(namespace, None)
@@ -740,3 +748,21 @@ class ChromaIndex:
 
     def __repr__(self) -> str:
         return f"ChromaIndex({self._location})"
+
+
+def _retry_transient(namespace: str, call: Callable[[], T]) -> T:
+    """`call()`, retried while Chroma reports a segment it has not persisted yet."""
+    for delay in (*_TRANSIENT_DELAYS, None):
+        try:
+            return call()
+        except Exception as e:
+            if not any(m in str(e).lower() for m in _TRANSIENT_MARKERS):
+                raise
+            if delay is None:
+                raise BackendUnavailable(
+                    f"the Chroma collection of namespace {namespace!r} is still not readable "
+                    f"after {sum(_TRANSIENT_DELAYS):.1f} s ({e}); retry, or run "
+                    "`reverie repair` if it persists"
+                ) from e
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
