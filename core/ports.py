@@ -16,7 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from .models import Edge, EdgeType, Memory, Status, Tier
+from .errors import InvalidInput
+from .models import Edge, EdgeType, Memory, Status, Tier, validate_namespace
 
 Vector = npt.NDArray[np.float32]
 
@@ -42,6 +43,28 @@ class WriteBatch:
     edges: tuple[Edge, ...] = ()
     remove_edges: tuple[tuple[str, str, EdgeType], ...] = ()
     restore: bool = False
+
+    def checked(self) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+        """The shape checks every store makes before any I/O: a valid namespace, puts
+        that are memories of that namespace, edges that are `Edge`s, known removal
+        types. Returns the namespace and the removals with their types as plain text."""
+        ns = validate_namespace(self.namespace)
+        for m in self.puts:
+            if not isinstance(m, Memory):
+                raise InvalidInput(f"batch puts must be Memory objects, got {m!r}")
+            if m.namespace != ns:
+                raise InvalidInput(
+                    f"memory {m.id!r} belongs to namespace {m.namespace!r} but the batch is "
+                    f"for {ns!r}; a batch writes one namespace only"
+                )
+        for e in self.edges:
+            if not isinstance(e, Edge):
+                raise InvalidInput(f"batch edges must be Edge objects, got {e!r}")
+        try:
+            removals = tuple((src, dst, EdgeType(t).value) for src, dst, t in self.remove_edges)
+        except ValueError as e:
+            raise InvalidInput(f"remove_edges holds an unknown edge type: {e}") from None
+        return ns, removals
 
 
 @dataclass(frozen=True, slots=True)

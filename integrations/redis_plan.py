@@ -21,7 +21,7 @@ from typing import Any
 from reverie.core.clock import utc
 from reverie.core.codec import memory_from_dict, memory_to_dict
 from reverie.core.errors import ConflictError, InvalidInput, StoreCorrupt
-from reverie.core.models import Edge, EdgeType, Memory, validate_namespace
+from reverie.core.models import Edge, EdgeType, Memory
 from reverie.core.ports import WriteBatch
 from reverie.core.text import content_hash
 
@@ -97,24 +97,8 @@ class CheckedBatch:
 
 
 def check_batch(batch: WriteBatch, prefix: str) -> CheckedBatch:
-    ns = validate_namespace(batch.namespace)
-    puts: list[tuple[Memory, str]] = []
-    for m in batch.puts:
-        if not isinstance(m, Memory):
-            raise InvalidInput(f"batch puts must be Memory objects, got {m!r}")
-        if m.namespace != ns:
-            raise InvalidInput(
-                f"memory {m.id!r} belongs to namespace {m.namespace!r} but the batch is "
-                f"for {ns!r}; a batch writes one namespace only"
-            )
-        puts.append((m, dumps(memory_to_dict(m), f"memory {m.id!r}")))
-    for e in batch.edges:
-        if not isinstance(e, Edge):
-            raise InvalidInput(f"batch edges must be Edge objects, got {e!r}")
-    try:
-        removals = tuple((src, dst, EdgeType(t).value) for src, dst, t in batch.remove_edges)
-    except ValueError as e:
-        raise InvalidInput(f"remove_edges holds an unknown edge type: {e}") from None
+    ns, removals = batch.checked()
+    puts = [(m, dumps(memory_to_dict(m), f"memory {m.id!r}")) for m in batch.puts]
     ids = tuple(dict.fromkeys(m.id for m in batch.puts))
     final = {m.id: m for m in batch.puts}
     digests = tuple(

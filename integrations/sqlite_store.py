@@ -463,22 +463,8 @@ class SQLiteStore:
         the order of puts inside a batch does not matter (a batch may activate a memory
         before it retires another with the same text).
         """
-        ns = validate_namespace(batch.namespace)
-        encoded: list[tuple[Memory, str]] = []
-        for m in batch.puts:
-            if m.namespace != ns:
-                raise InvalidInput(
-                    f"memory {m.id!r} belongs to namespace {m.namespace!r} but the batch is "
-                    f"for {ns!r}; a batch writes one namespace only"
-                )
-            encoded.append((m, _dumps(memory_to_dict(m), f"memory {m.id!r}")))
-        for e in batch.edges:
-            if not isinstance(e, Edge):
-                raise InvalidInput(f"batch edges must be Edge objects, got {e!r}")
-        try:
-            removals = [(src, dst, EdgeType(t).value) for src, dst, t in batch.remove_edges]
-        except ValueError as e:
-            raise InvalidInput(f"remove_edges holds an unknown edge type: {e}") from None
+        ns, removals = batch.checked()
+        encoded = [(m, _dumps(memory_to_dict(m), f"memory {m.id!r}")) for m in batch.puts]
 
         free_text = {content_hash(m.text) for m in batch.puts if m.is_active and m.key is None}
         fact_keys = {m.key for m in batch.puts if m.is_active and m.key is not None}
