@@ -150,39 +150,25 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
         staged[m.id] = m
     encoded = {m.id: record for m, record in batch.puts}  # the last put of an id wins
 
-    # The duplicate-text rule, on the batch's final state (each text hashed once: a
+    # The uniqueness rules, on the batch's final state (each text hashed once: a
     # 1000-memory import batch hashed a million texts when this was inside the loop).
     final_digest = {i: content_hash(staged[i].text) for i in batch.ids if is_free_text(staged[i])}
     for digest in batch.new_digests:
-        members = set(stored.hash_members.get(digest, set()))
-        for i in batch.ids:
-            if final_digest.get(i) == digest:
-                members.add(i)
-            else:
-                members.discard(i)
-        if len(members) > 1:
-            a, b = sorted(members)[:2]
-            raise ConflictError(
-                f"namespace {ns!r} would hold two active memories with the same text "
-                f"({a!r} and {b!r}); fold the new source into the existing one "
-                "(find_by_hash) instead"
-            )
-
-    # One active version per fact key, on the batch's final state.
+        _refuse_second_holder(
+            stored.hash_members.get(digest, set()),
+            {i for i in batch.ids if final_digest.get(i) == digest},
+            batch.ids,
+            f"namespace {ns!r} would hold two active memories with the same text",
+            "fold the new source into the existing one (find_by_hash) instead",
+        )
     for fact in batch.fact_keys:
-        active = set(stored.key_active.get(fact, set()))
-        for i in batch.ids:
-            if staged[i].key == fact and staged[i].is_active:
-                active.add(i)
-            else:
-                active.discard(i)
-        if len(active) > 1:
-            a, b = sorted(active)[:2]
-            raise ConflictError(
-                f"namespace {ns!r} would hold two active versions of fact {fact!r} "
-                f"({a!r} and {b!r}); re-read the fact (find_by_key) and supersede or fold "
-                "into the current version"
-            )
+        _refuse_second_holder(
+            stored.key_active.get(fact, set()),
+            {i for i in batch.ids if staged[i].key == fact and staged[i].is_active},
+            batch.ids,
+            f"namespace {ns!r} would hold two active versions of fact {fact!r}",
+            "re-read the fact (find_by_key) and supersede or fold into the current version",
+        )
 
     cmds: list[Command] = []
     registry: set[str] = set()
@@ -337,3 +323,14 @@ def plan_delete(
     if terms_delta:
         cmds.append(("HINCRBY", keys.stats, "terms", terms_delta))
     return cmds
+
+
+def _refuse_second_holder(
+    stored: set[str], final_holders: set[str], batch_ids: tuple[str, ...], what: str, do: str
+) -> None:
+    """At most one holder after the batch: the stored holders the batch does not touch,
+    plus the batch's ids that hold it in their final state."""
+    holders = (set(stored) - set(batch_ids)) | final_holders
+    if len(holders) > 1:
+        a, b = sorted(holders)[:2]
+        raise ConflictError(f"{what} ({a!r} and {b!r}); {do}")
