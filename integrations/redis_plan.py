@@ -21,7 +21,7 @@ from typing import Any
 from reverie.core.clock import utc
 from reverie.core.codec import memory_from_dict, memory_to_dict
 from reverie.core.errors import ConflictError, InvalidInput, StoreCorrupt
-from reverie.core.models import Edge, EdgeType, Memory
+from reverie.core.models import Edge, EdgeType, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
 from reverie.core.text import content_hash
 
@@ -30,6 +30,7 @@ from .redis_lexical import term_frequencies
 
 Command = tuple[str | int | float, ...]
 
+_DEL_CHUNK = 500  # keys per DEL, so no one command is huge
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -56,6 +57,32 @@ def load_memory(raw: str | bytes, where: str) -> Memory:
             f"Redis key {where} holds an unreadable memory record ({e}); reverie did not "
             "modify it"
         ) from None
+
+
+def load_created_at(raw: str | bytes, where: str) -> datetime:
+    """Only `created_at` of a record: recall's time lookup builds no Memory."""
+    try:
+        return utc(datetime.fromisoformat(json.loads(raw)["created_at"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise StoreCorrupt(
+            f"Redis key {where} holds an unreadable memory record ({e}); reverie did not "
+            "modify it"
+        ) from None
+
+
+def load_journal_entry(raw: str | bytes, where: str) -> dict[str, Any]:
+    """A journal entry is a JSON object; anything else is damage, reported, not guessed
+    (consolidation would otherwise resume from a made-up step)."""
+    try:
+        entry = json.loads(raw)
+    except ValueError as e:
+        entry = e
+    if not isinstance(entry, dict):
+        raise StoreCorrupt(
+            f"Redis hash {where} holds a consolidation journal entry that is not a JSON "
+            "object; reverie did not modify it"
+        )
+    return entry
 
 
 def edge_field(src: str, dst: str, type_: str) -> str:
@@ -323,6 +350,19 @@ def plan_delete(
     if terms_delta:
         cmds.append(("HINCRBY", keys.stats, "terms", terms_delta))
     return cmds
+
+
+def plan_drop_namespace(
+    keys: NamespaceKeys, ids: Sequence[str], registry: Sequence[str]
+) -> list[Command]:
+    """Every key of a namespace (journal included, the lock left to expire): the fixed
+    keys, the per-item keys its registry lists and the records of `ids` (read under
+    WATCH of `all` and the registry, so a concurrent writer forces a re-read)."""
+    names = [keys.seq, keys.all, keys.edges, keys.doclen, keys.doc, keys.stats,
+             keys.journal, keys.registry]
+    names += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
+    names += sorted(registry) + [keys.record(i) for i in ids]
+    return [("DEL", *names[i : i + _DEL_CHUNK]) for i in range(0, len(names), _DEL_CHUNK)]
 
 
 def _refuse_second_holder(

@@ -25,7 +25,6 @@ TLS, or `redis+cluster://host:port` (`rediss+cluster://` with TLS) for a cluster
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -47,7 +46,6 @@ from reverie.core.errors import (
     LockBusy,
     MissingExtra,
     ReverieError,
-    StoreCorrupt,
 )
 from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
 from reverie.core.ports import LexicalHit, WriteBatch
@@ -69,11 +67,14 @@ from .redis_plan import (
     check_batch,
     dumps,
     edge_field,
+    load_created_at,
+    load_journal_entry,
     load_memory,
     parse_doc,
     parse_edge_field,
     plan_commit,
     plan_delete,
+    plan_drop_namespace,
 )
 
 __all__ = ["RedisStore", "client_from_url", "is_redis_url"]
@@ -142,6 +143,11 @@ def is_redis_url(text: str) -> bool:
 
 def client_from_url(url: str, **options: Any) -> Any:
     """A redis-py client (RedisCluster for `redis+cluster://`), strings decoded."""
+    return open_client(url, redis.Redis, redis.RedisCluster, options)
+
+
+def open_client(url: str, plain: Any, cluster: Any, options: Mapping[str, Any]) -> Any:
+    """`plain` or `cluster` (`redis.*` or `redis.asyncio.*`) from a reverie Redis URL."""
     kwargs: dict[str, Any] = {
         "decode_responses": True,
         "socket_connect_timeout": _CONNECT_TIMEOUT_S,
@@ -150,14 +156,13 @@ def client_from_url(url: str, **options: Any) -> Any:
     }
     try:
         if url.startswith(("redis+cluster://", "rediss+cluster://")):
-            plain = url.replace("+cluster://", "://", 1)
-            return redis.RedisCluster.from_url(plain, **kwargs)
+            return cluster.from_url(url.replace("+cluster://", "://", 1), **kwargs)
         if not is_redis_url(url):
             raise InvalidInput(
                 f"not a Redis URL: {url!r}; use redis://host:port/db, rediss:// (TLS) or "
                 "redis+cluster://host:port"
             )
-        return redis.Redis.from_url(url, **kwargs)
+        return plain.from_url(url, **kwargs)
     except RedisError as e:
         raise BackendUnavailable(f"cannot connect to Redis at {_safe(url)}: {e}") from None
     except ValueError as e:
@@ -455,13 +460,8 @@ class RedisStore:
 
         def body(pipe: Any) -> list[Command]:
             ids = pipe.zrange(keys.all, 0, -1)
-            registry = sorted(pipe.smembers(keys.registry))
             count[:] = [len(ids)]
-            fixed = [keys.seq, keys.all, keys.edges, keys.doclen, keys.doc, keys.stats,
-                     keys.journal, keys.registry]
-            fixed += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
-            names = fixed + registry + [keys.record(i) for i in ids]
-            cmds: list[Command] = [("DEL", *chunk) for chunk in _chunks(names)]
+            cmds = plan_drop_namespace(keys, ids, list(pipe.smembers(keys.registry)))
             if not self._cluster:
                 cmds.append(("SREM", self._namespaces_key, ns))
             return cmds
@@ -501,15 +501,8 @@ class RedisStore:
             names = [keys.record(i) for i in chunk]
             raws = self._guard(self._client.execute_command, "MGET", *names)
             for memory_id, name, raw in zip(chunk, names, raws, strict=True):
-                if raw is None:
-                    continue
-                try:
-                    out[memory_id] = utc(datetime.fromisoformat(json.loads(raw)["created_at"]))
-                except (ValueError, KeyError, TypeError) as e:
-                    raise StoreCorrupt(
-                        f"Redis key {name} holds an unreadable memory record ({e}); reverie "
-                        "did not modify it"
-                    ) from None
+                if raw is not None:
+                    out[memory_id] = load_created_at(raw, name)
         return out
 
     def find_by_hash(self, namespace: str, content_hash_: str) -> Memory | None:
@@ -688,14 +681,7 @@ class RedisStore:
     def journal_get(self, namespace: str, fingerprint: str) -> Mapping[str, Any] | None:
         keys = self._keys(namespace)
         raw = self._guard(self._client.hget, keys.journal, fingerprint)
-        if raw is None:
-            return None
-        entry = json.loads(raw)
-        if not isinstance(entry, dict):
-            raise BackendUnavailable(
-                f"Redis at {self._name} holds a journal entry that is not a JSON object"
-            )
-        return entry
+        return None if raw is None else load_journal_entry(raw, keys.journal)
 
     def journal_put(self, namespace: str, fingerprint: str, entry: Mapping[str, Any]) -> None:
         keys = self._keys(namespace)
