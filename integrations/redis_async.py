@@ -5,6 +5,11 @@ It shares everything that decides *what* is written with the sync store — vali
 the write plan (`redis_plan`), the key layout (`redis_keys`), the Lua scripts (BM25,
 edges, degrees, the lease) — so the two can run side by side on one Redis and agree; only
 the I/O differs. Same URLs as the sync store: redis://, rediss:// (TLS), redis+cluster://.
+
+It has every operation of `RedisStore` with the same semantics and atomicity (the contract
+suite runs against both, tests/contract/test_record_store_async.py); the lifecycle is the
+asyncio one: `await AsyncRedisStore.open(url)` for `from_url`, `await aclose()` (or
+`async with`) for `close()`, `async with store.lock(ns)` and `async for m in store.scan(ns)`.
 """
 
 from __future__ import annotations
@@ -13,8 +18,15 @@ import asyncio
 import random
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -41,20 +53,21 @@ from .redis_plan import (
     check_batch,
     dumps,
     edge_field,
+    load_created_at,
+    load_journal_entry,
     load_memory,
     parse_doc,
     parse_edge_field,
     plan_commit,
     plan_delete,
+    plan_drop_namespace,
 )
 from .redis_store import (
     _ACQUIRE,
     _BACKOFF_MAX_S,
-    _CONNECT_TIMEOUT_S,
     _DEGREES,
     _EDGES,
     _RELEASE,
-    _SOCKET_TIMEOUT_S,
     _WRITE_DEADLINE_S,
     _check_batch_size,
     _check_ttl,
@@ -65,8 +78,8 @@ from .redis_store import (
     empty_counts,
     entity_order,
     holder_name,
-    is_redis_url,
     lock_busy,
+    open_client,
     status_sources,
     tier_filter,
 )
@@ -77,23 +90,8 @@ T = TypeVar("T")
 
 
 def async_client_from_url(url: str, **options: Any) -> Any:
-    kwargs: dict[str, Any] = {
-        "decode_responses": True,
-        "socket_connect_timeout": _CONNECT_TIMEOUT_S,
-        "socket_timeout": _SOCKET_TIMEOUT_S,
-        **options,
-    }
-    if url.startswith(("redis+cluster://", "rediss+cluster://")):
-        return aioredis.RedisCluster.from_url(url.replace("+cluster://", "://", 1), **kwargs)
-    if not is_redis_url(url):
-        raise InvalidInput(
-            f"not a Redis URL: {url!r}; use redis://host:port/db, rediss:// (TLS) or "
-            "redis+cluster://host:port"
-        )
-    try:
-        return aioredis.Redis.from_url(url, **kwargs)
-    except ValueError as e:
-        raise InvalidInput(f"invalid Redis URL {_safe(url)}: {e}") from None
+    """The `redis.asyncio` twin of `client_from_url` (same URLs, options and errors)."""
+    return open_client(url, aioredis.Redis, aioredis.RedisCluster, options)
 
 
 class AsyncRedisStore:
@@ -129,6 +127,10 @@ class AsyncRedisStore:
             raise
         return store
 
+    @property
+    def client(self) -> Any:
+        return self._client
+
     def _keys(self, namespace: str) -> NamespaceKeys:
         return NamespaceKeys(self._prefix, namespace)
 
@@ -155,7 +157,8 @@ class AsyncRedisStore:
         while True:
             async with self._client.pipeline(transaction=True) as pipe:
                 try:
-                    await pipe.watch(*watch)
+                    if watch:
+                        await pipe.watch(*watch)
                     cmds = await body(pipe)
                     if not cmds:
                         await pipe.reset()
@@ -284,6 +287,29 @@ class AsyncRedisStore:
             deleted += found[0]
         return deleted
 
+    async def delete_namespace(self, namespace: str) -> int:
+        """Everything of a tenant, journal included; a held lock is left to expire (see
+        `RedisStore.delete_namespace`: the same plan, the same WATCH)."""
+        keys = self._keys(namespace)
+        ns = validate_namespace(namespace)
+        count = [0]
+
+        async def body(pipe: Any) -> list[Command]:
+            ids = await pipe.zrange(keys.all, 0, -1)
+            count[0] = len(ids)
+            cmds = plan_drop_namespace(keys, ids, list(await pipe.smembers(keys.registry)))
+            if not self._cluster:
+                cmds.append(("SREM", self._namespaces_key, ns))
+            return cmds
+
+        await self._guard(self._transact([keys.all, keys.registry], body))
+        if self._cluster:  # the name set is on another slot: unlist, then re-list if a
+            # writer re-created the namespace meanwhile
+            await self._guard(self._client.srem(self._namespaces_key, ns))
+            if await self._guard(self._client.zcard(keys.all)):
+                await self._guard(self._client.sadd(self._namespaces_key, ns))
+        return count[0]
+
     # --- reads ----------------------------------------------------------------------------
 
     async def get(self, namespace: str, memory_id: str) -> Memory | None:
@@ -296,6 +322,19 @@ class AsyncRedisStore:
         wanted = _unique(ids)
         found = await self._guard(self._read_records(self._client, keys, wanted))
         return {i: found[i] for i in wanted if i in found}
+
+    async def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
+        """When each memory was created, reading only `created_at` (one MGET per chunk);
+        see `RedisStore.created_times`."""
+        keys = self._keys(namespace)
+        out: dict[str, datetime] = {}
+        for chunk in _chunks(_unique(ids)):
+            names = [keys.record(i) for i in chunk]
+            raws = await self._guard(self._client.execute_command("MGET", *names))
+            for memory_id, name, raw in zip(chunk, names, raws, strict=True):
+                if raw is not None:
+                    out[memory_id] = load_created_at(raw, name)
+        return out
 
     async def _seqs(self, keys: NamespaceKeys, ids: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -417,12 +456,20 @@ class AsyncRedisStore:
         return result
 
     async def namespaces(self) -> list[str]:
+        """Names from the namespace set that still hold a memory: one pipelined round trip
+        for their sizes, as the sync store; never a SCAN."""
         names = sorted(await self._guard(self._client.smembers(self._namespaces_key)))
-        out = []
-        for ns in names:
-            if int(await self._guard(self._client.zcard(self._keys(ns).all))) > 0:
-                out.append(ns)
-        return out
+        if not names:
+            return []
+
+        async def read() -> list[int]:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for ns in names:
+                    pipe.zcard(self._keys(ns).all)
+                return [int(n) for n in await pipe.execute()]
+
+        sizes = await self._guard(read())
+        return [ns for ns, n in zip(names, sizes, strict=True) if n > 0]
 
     async def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
         keys = self._keys(namespace)
@@ -435,19 +482,45 @@ class AsyncRedisStore:
         ))
         return [LexicalHit(i, float(s)) for i, s in zip(flat[::2], flat[1::2], strict=True)]
 
-    # --- lock -----------------------------------------------------------------------------
+    # --- meta, journal, lock --------------------------------------------------------------
+
+    async def get_meta(self, name: str) -> str | None:
+        value = await self._guard(self._client.hget(self._meta_key, name))
+        return None if value is None else str(value)
+
+    async def set_meta(self, name: str, value: str) -> None:
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidInput("meta names and values must be text")
+        await self._guard(self._client.hset(self._meta_key, name, value))
+
+    async def journal_get(self, namespace: str, fingerprint: str) -> Mapping[str, Any] | None:
+        keys = self._keys(namespace)
+        raw = await self._guard(self._client.hget(keys.journal, fingerprint))
+        return None if raw is None else load_journal_entry(raw, keys.journal)
+
+    async def journal_put(
+        self, namespace: str, fingerprint: str, entry: Mapping[str, Any]
+    ) -> None:
+        keys = self._keys(namespace)
+        payload = dumps(dict(entry), "a journal entry")
+        await self._guard(self._client.hset(keys.journal, fingerprint, payload))
+
+    def lock(
+        self, namespace: str, ttl_seconds: float = 60.0
+    ) -> AbstractAsyncContextManager[str]:
+        """The same lease as `RedisStore.lock` (a sync and an async holder exclude each
+        other); raises `LockBusy` when someone else holds it. A bad namespace or ttl is
+        refused here, before `async with`, as the sync store refuses it."""
+        keys = self._keys(namespace)
+        return self._lease(namespace, keys.lock, _check_ttl(ttl_seconds))
 
     @asynccontextmanager
-    async def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AsyncIterator[str]:
-        """The same lease as `RedisStore.lock` (a sync and an async holder exclude each
-        other); raises `LockBusy` when someone else holds it."""
-        key = self._keys(namespace).lock
-        ttl = _check_ttl(ttl_seconds)
+    async def _lease(self, ns: str, key: str, ttl: float) -> AsyncIterator[str]:
         token = secrets.token_hex(16)
         ok, current, now = await self._guard(self._acquire(
             keys=[key], args=[token, str(int(ttl * 1000)), holder_name()]))
         if not int(ok):
-            raise lock_busy(validate_namespace(namespace), str(current), int(now))
+            raise lock_busy(ns, str(current), int(now))
         try:
             yield token
         finally:
