@@ -1,5 +1,7 @@
 """AsyncRedisStore against real servers (a redis-server and a 3-master cluster): the
-operations an async engine path uses, and agreement with the sync store on one Redis."""
+operations an async engine path uses, agreement with the sync store on one Redis, URLs,
+and a dead server. The whole RecordStore contract runs against it too
+(tests/contract/test_record_store_async.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +12,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 
-from reverie.core.errors import BackendUnavailable, ConflictError, LockBusy
+from reverie.core.errors import BackendUnavailable, ConflictError, InvalidInput, LockBusy
 from reverie.core.models import Edge, EdgeType, Status
 from reverie.core.ports import WriteBatch
 from reverie.core.text import content_hash
 from reverie.integrations.redis_async import AsyncRedisStore
 from reverie.integrations.redis_store import RedisStore
 from tests.contract.conftest import T0, make_memory
-from tests.servers import RedisCluster, start_redis
+from tests.servers import RedisCluster, make_tls_files, start_redis
 
 
 @pytest.fixture(params=["redis", "redis-cluster"])
@@ -137,3 +140,130 @@ def test_async_store_reports_a_dead_server(tmp_path: Path) -> None:
         server.stop()
     with pytest.raises(BackendUnavailable):
         asyncio.run(AsyncRedisStore.open(url))
+
+
+def test_journal_meta_and_namespace_deletion_agree_with_sync(url: str, prefix: str) -> None:
+    """What one store writes of the maintenance state, the other reads and deletes."""
+    kept = make_memory(id="k", namespace="keep", text="kept by the other tenant")
+    gone = make_memory(id="g", text="dropped with its namespace", entities={"maya"})
+    with RedisStore.from_url(url, prefix=prefix) as sync:
+        sync.commit(WriteBatch("ns", (gone,), (Edge("g", "x", EdgeType.ENTITY, 0.5),)))
+        sync.commit(WriteBatch("keep", (kept,)))
+        sync.journal_put("ns", "fp-sync", {"step": "planned", "members": ["g"]})
+
+        async def scenario() -> None:
+            store = await AsyncRedisStore.open(url, prefix=prefix)
+            try:
+                assert await store.journal_get("ns", "fp-sync") == {
+                    "step": "planned", "members": ["g"]}
+                await store.journal_put("keep", "fp-async", {"step": "done", "n": 2})
+                await store.set_meta("embedder", "bge-small/384")
+                assert await store.created_times("ns", ["g", "k"]) == {"g": gone.created_at}
+                assert await store.namespaces() == ["keep", "ns"]
+                assert await store.delete_namespace("ns") == 1
+                assert await store.delete_namespace("ns") == 0
+                assert await store.namespaces() == ["keep"]
+            finally:
+                await store.aclose()
+
+        asyncio.run(scenario())
+        assert sync.journal_get("keep", "fp-async") == {"step": "done", "n": 2}
+        assert sync.get_meta("embedder") == "bge-small/384"
+        assert sync.get("ns", "g") is None and sync.journal_get("ns", "fp-sync") is None
+        assert sync.edges("ns", ["g", "x"]) == [] and sync.find_by_entity("ns", "maya", 5) == []
+        assert sync.count("ns")["total"] == 0 and sync.search("ns", "dropped", 5) == []
+        assert sync.get("keep", "k") == kept
+        # nothing of the namespace is left under its hash tag
+        assert sync.client.keys(f"{prefix}:{{ns}}:*") == []
+
+
+def test_every_operation_of_a_dead_or_closed_store_is_backend_unavailable(
+    tmp_path: Path,
+) -> None:
+    server, url = start_redis(tmp_path / "dying")
+    m = make_memory(id="m")
+    calls = {
+        "commit": lambda s: s.commit(WriteBatch("ns", (make_memory(id="n"),))),
+        "get_many": lambda s: s.get_many("ns", ["m"]),
+        "created_times": lambda s: s.created_times("ns", ["m"]),
+        "touch": lambda s: s.touch("ns", ["m"], T0, 4),
+        "delete_namespace": lambda s: s.delete_namespace("ns"),
+        "namespaces": lambda s: s.namespaces(),
+        "get_meta": lambda s: s.get_meta("embedder"),
+        "set_meta": lambda s: s.set_meta("embedder", "x"),
+        "journal_get": lambda s: s.journal_get("ns", "fp"),
+        "journal_put": lambda s: s.journal_put("ns", "fp", {"step": "done"}),
+    }
+
+    async def scenario() -> None:
+        closed = await AsyncRedisStore.open(url, prefix="dead")
+        store = await AsyncRedisStore.open(url, prefix="dead")
+        try:
+            await store.commit(WriteBatch("ns", (m,)))
+            await closed.aclose()
+            for call in calls.values():
+                with pytest.raises(BackendUnavailable, match="closed"):
+                    await call(closed)
+            server.stop()
+            for call in calls.values():
+                with pytest.raises(BackendUnavailable):
+                    await call(store)
+            with pytest.raises(BackendUnavailable):
+                async with store.lock("ns"):
+                    pass
+        finally:
+            await store.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.stop()
+
+
+def test_urls_password_database_tls_cluster_and_bad_ones(
+    tmp_path: Path, redis_cluster: RedisCluster
+) -> None:
+    """The same URL rules as the sync store (one shared `open_client`)."""
+    import redis.asyncio as aioredis
+
+    pw_server, pw_url = start_redis(tmp_path / "pw", password="s3cret word")
+    port = int(pw_url.rsplit(":", 1)[1].split("/")[0])
+    tls = make_tls_files(tmp_path / "tls")
+    tls_server, tls_url = start_redis(tmp_path / "tls-data", tls=tls)
+
+    async def round_trip(url: str, memory_id: str) -> None:
+        store = await AsyncRedisStore.open(url)
+        try:
+            await store.commit(WriteBatch("ns", (make_memory(id=memory_id),)))
+            assert await store.get("ns", memory_id) is not None
+        finally:
+            await store.aclose()
+
+    async def scenario() -> None:
+        await round_trip(f"redis://:s3cret%20word@127.0.0.1:{port}/3", "in-db-3")
+        await round_trip(f"{tls_url}?ssl_ca_certs={tls.ca}", "over-tls")
+        for refused in (
+            f"redis://:wrong@127.0.0.1:{port}/0",
+            f"redis://127.0.0.1:{port}/0",  # no password at all
+            tls_url,  # the test CA is not trusted
+            tls_url.replace("rediss://", "redis://"),  # plain text to a TLS-only port
+        ):
+            with pytest.raises(BackendUnavailable):
+                await AsyncRedisStore.open(refused)
+        with pytest.raises(InvalidInput):
+            await AsyncRedisStore.open("memcached://127.0.0.1:11211")
+        clustered = await AsyncRedisStore.open(redis_cluster.url, prefix=f"u{uuid.uuid4().hex[:8]}")
+        try:
+            assert isinstance(clustered.client, aioredis.RedisCluster)
+        finally:
+            await clustered.aclose()
+
+    try:
+        asyncio.run(scenario())
+        with redis.Redis(port=port, db=3, password="s3cret word") as raw3:
+            assert raw3.exists("rv:{ns}:m:in-db-3") == 1
+        with redis.Redis(port=port, db=0, password="s3cret word") as raw0:
+            assert raw0.dbsize() == 0
+    finally:
+        pw_server.stop()
+        tls_server.stop()
