@@ -7,7 +7,7 @@ Times are ISO-8601 UTC strings so an export is readable and a round trip is exac
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from .clock import utc
@@ -104,6 +104,70 @@ def memory_from_dict(d: Mapping[str, Any]) -> Memory:
         if isinstance(e, InvalidInput):
             raise
         raise InvalidInput(f"not a valid memory record ({type(e).__name__}: {e})") from None
+
+
+_KINDS = {k.value: k for k in Kind}
+_TIERS = {t.value: t for t in Tier}
+_STATUSES = {s.value: s for s in Status}
+_SET = object.__setattr__
+
+
+def _stored_t(v: str) -> datetime:
+    t = datetime.fromisoformat(v)
+    return t if t.tzinfo is UTC else utc(t)
+
+
+def stored_memory(d: Mapping[str, Any]) -> Memory:
+    """Decode a record a store wrote itself: `memory_to_dict` of a Memory that was validated
+    when it was built. Recall decodes dozens of records per query and re-validating every
+    field was most of that cost, so this builds the Memory directly; it equals what
+    `memory_from_dict` gives for every such record (a property test holds the two together).
+    A record that does not decode still raises InvalidInput. Input from outside the stores
+    (import) goes through `memory_from_dict`, which validates everything."""
+    try:
+        created = _stored_t(d["created_at"])
+        fact = d.get("fact")
+        last = d.get("last_accessed_at")
+        valid_from = d.get("valid_from")
+        valid_to = d.get("valid_to")
+        updated = d.get("updated_at")
+        values = (
+            ("id", d["id"]),
+            ("namespace", d["namespace"]),
+            ("kind", _KINDS[d["kind"]]),
+            ("tier", _TIERS[d["tier"]]),
+            ("text", d["text"]),
+            ("created_at", created),
+            ("status", _STATUSES[d["status"]]),
+            ("fact", None if fact is None else Fact(*fact)),
+            ("key", d.get("key")),
+            ("importance", float(d["importance"])),
+            ("confidence", float(d["confidence"])),
+            ("sources", frozenset(d.get("sources", ()))),
+            ("last_accessed_at", created if last is None else _stored_t(last)),
+            ("access_count", int(d.get("access_count", 0))),
+            ("recent_accesses", tuple(_stored_t(t) for t in d.get("recent_accesses", ()))),
+            ("valid_from", created if valid_from is None else _stored_t(valid_from)),
+            ("valid_to", None if valid_to is None else _stored_t(valid_to)),
+            ("superseded_by", d.get("superseded_by")),
+            ("consolidated_into", d.get("consolidated_into")),
+            ("derived_from", frozenset(d.get("derived_from", ()))),
+            ("entities", frozenset(d.get("entities", ()))),
+            ("pinned", bool(d.get("pinned", False))),
+            ("retention_exempt", bool(d.get("retention_exempt", False))),
+            ("user_confirmed", bool(d.get("user_confirmed", False))),
+            ("metadata", dict(d.get("metadata") or {})),
+            ("version", int(d.get("version", 1))),
+            ("updated_at", created if updated is None else _stored_t(updated)),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, InvalidInput):
+            raise
+        raise InvalidInput(f"not a valid memory record ({type(e).__name__}: {e})") from None
+    m = object.__new__(Memory)
+    for name, value in values:
+        _SET(m, name, value)
+    return m
 
 
 def edge_to_dict(e: Edge) -> dict[str, Any]:

@@ -72,6 +72,7 @@ from .retrieval import (
     Ranked,
     best_possible,
     conversation_context,
+    cosine_to,
     expand,
     fuse,
     needs_similarity,
@@ -299,6 +300,8 @@ class MemoryEngine:
     ) -> None:
         """Bring the derived vector index in step after a committed write. A failure
         here does not undo the write: it is logged and flagged for `repair()`."""
+        if new:
+            self._keep_embeddings(namespace, {m.id: v for m, v in new})
         try:
             if new:
                 self.vectors.upsert(
@@ -312,6 +315,55 @@ class MemoryEngine:
         except Exception as e:  # the record is safe; the index is behind
             log.warning("vector index update failed (%s); run `reverie repair`", e)
             self.store.set_meta(_META_VECTORS_BEHIND, "1")
+
+    def _keep_embeddings(self, namespace: str, vectors: Mapping[str, Vector]) -> None:
+        """Keep vectors beside their records where the store can (an optional capability,
+        `put_embeddings`): recall then scores lexical-only candidates without a round trip
+        to the vector index. Best effort like the index itself: without them recall asks
+        the index, and `repair` fills them in."""
+        put = getattr(self.store, "put_embeddings", None)
+        if put is None or not vectors:
+            return
+        try:
+            put(namespace, vectors)
+        except Exception as e:
+            log.warning("keeping embeddings beside the records failed (%s)", e)
+
+    def _kept_embeddings(self, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+        """The embeddings kept beside the records that fit the current embedder."""
+        kept = getattr(self.store, "embeddings", None)
+        if kept is None or not ids:
+            return {}
+        dim = (self.embedder.dimension,)
+        return {i: v for i, v in kept(namespace, ids).items() if v.shape == dim}
+
+    def _backfill_embeddings(self, namespace: str, ids: Sequence[str]) -> None:
+        """Records indexed before embeddings were kept beside them (or whose keeping
+        failed) get them from the vector index, which holds the same model output."""
+        fetch = getattr(self.vectors, "stored_vectors", None)
+        if fetch is None or getattr(self.store, "put_embeddings", None) is None:
+            return
+        lacking = [i for i in ids if i not in self._kept_embeddings(namespace, ids)]
+        if lacking:
+            self._keep_embeddings(namespace, fetch(namespace, lacking))
+
+    def _similarities(self, namespace: str, qvec: Vector, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of the query to each id: from the embeddings kept beside the records where
+        the store has them (`embeddings`, optional), the vector index for the rest. The same
+        formula as the index's, on the same float32 vectors, so both sources agree."""
+        out: dict[str, float] = {}
+        kept = getattr(self.store, "embeddings", None)
+        if kept is not None and ids:
+            found = {
+                i: v for i, v in kept(namespace, ids).items() if v.shape == qvec.shape
+            }
+            if found:
+                out = dict(zip(found, cosine_to(qvec, np.stack(list(found.values()))),
+                               strict=True))
+        rest = [i for i in ids if i not in out]
+        if rest:
+            out.update(self.vectors.similarities(namespace, qvec, rest))
+        return out
 
     def _retrying(self, attempt: Callable[[], R]) -> R:
         for _ in range(_CAS_RETRIES):
@@ -725,7 +777,7 @@ class MemoryEngine:
         places = max(k, self.policy.expansion_seeds)
         if self.policy.context_weight > 0 and self.policy.context_seeds > 0:
             # context needs every candidate's true relevance (to pick the seeds) and time
-            extra = self.vectors.similarities(ns, qvec, lexical_only) if lexical_only else {}
+            extra = self._similarities(ns, qvec, lexical_only) if lexical_only else {}
             candidates = fuse(dense, lexical, self.policy, extra)
             seeds, read = self._context_seeds(ns, candidates, admit)
             candidates = conversation_context(
@@ -742,7 +794,7 @@ class MemoryEngine:
                 places,
                 self.policy,
             )
-            extra = self.vectors.similarities(ns, qvec, need) if need else {}
+            extra = self._similarities(ns, qvec, need) if need else {}
             if extra:
                 candidates = fuse(dense, lexical, self.policy, extra)
                 memories, ranked = self._fetch_ranked(
@@ -1005,15 +1057,19 @@ class MemoryEngine:
         )
 
     def _stored_or_embedded(self, namespace: str, memories: Sequence[Memory]) -> Vector:
-        """Vectors for clustering: the index's stored ones where it can hand them out
-        (ChromaIndex.stored_vectors, an optional capability), embedded otherwise. Re-
+        """Vectors for clustering: those kept beside the records, else the index's stored
+        ones where it can hand them out (ChromaIndex.stored_vectors, an optional
+        capability), embedded otherwise. Re-
         embedding 10k flagged memories would cost the cycle a minute of model time."""
         fetch = getattr(self.vectors, "stored_vectors", None)
         stored: dict[str, Vector] = {}
-        if fetch is not None:
-            dim = self.embedder.dimension
-            for i in range(0, len(memories), 1000):
-                got = fetch(namespace, [m.id for m in memories[i : i + 1000]])
+        dim = self.embedder.dimension
+        for i in range(0, len(memories), 1000):
+            ids = [m.id for m in memories[i : i + 1000]]
+            stored.update(self._kept_embeddings(namespace, ids))
+            rest = [j for j in ids if j not in stored]
+            if fetch is not None and rest:
+                got = fetch(namespace, rest)
                 stored.update({k: v for k, v in got.items() if np.shape(v) == (dim,)})
         missing = [m for m in memories if m.id not in stored]
         if missing:
@@ -1227,13 +1283,16 @@ class MemoryEngine:
 
         def flush() -> None:
             if todo:
-                vecs = self._embed([m.text for m in todo])
+                # the vectors kept beside the records are the model's own output: reuse
+                # them unless re-embedding, and keep what had to be embedded
+                vecs = {} if reembed else self._kept_embeddings(ns, [m.id for m in todo])
+                fresh = [m for m in todo if m.id not in vecs]
+                if fresh:
+                    made = self._embed([m.text for m in fresh])
+                    vecs.update(zip((m.id for m in fresh), made, strict=True))
+                    self._keep_embeddings(ns, {m.id: vecs[m.id] for m in fresh})
                 self.vectors.upsert(
-                    ns,
-                    [
-                        VectorItem(m.id, v, _vector_meta(m))
-                        for m, v in zip(todo, vecs, strict=True)
-                    ],
+                    ns, [VectorItem(m.id, vecs[m.id], _vector_meta(m)) for m in todo]
                 )
                 stats["indexed"] += len(todo)
                 todo.clear()
@@ -1241,6 +1300,7 @@ class MemoryEngine:
                 self.vectors.set_metadata(
                     ns, [m.id for m in restatus], [_vector_meta(m) for m in restatus]
                 )
+                self._backfill_embeddings(ns, [m.id for m in restatus])
                 restatus.clear()
 
         for m in self.store.scan(ns):

@@ -6,9 +6,13 @@ tested (and reasoned about) without any store.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from numpy.typing import NDArray
 
 from .models import Edge, Memory, Tier
 from .policy import Policy
@@ -102,19 +106,25 @@ def conversation_context(
     part: context lifts a weak match, it does not bring in memories that match nothing.
     `times` maps candidate ids to when they were observed (created_at).
     """
-    f, window = policy.context_weight, policy.context_window_seconds
+    f, window = policy.context_weight, policy.context_window_seconds * 1e6
     if f <= 0:
         return dict(candidates)
-    anchors = [(s.id, s.relevance, times[s.id]) for s in seeds if s.id in times]
+    # Seeds in time order (whole microseconds, exact), so each candidate finds the seeds
+    # within its window by bisection; their relevances are summed in seed order.
+    anchors = sorted(
+        (_micros(times[s.id]), n, s.id, s.relevance) for n, s in enumerate(seeds) if s.id in times
+    )
+    keys = [a[0] for a in anchors]
     out: dict[str, Candidate] = {}
     for cid, cand in candidates.items():
         at = times.get(cid)
         lent = 0.0
-        if at is not None:
-            lent = f * sum(
-                rel for sid, rel, t in anchors
-                if sid != cid and abs((t - at).total_seconds()) <= window
-            )
+        if at is not None and anchors:
+            us = _micros(at)
+            near = anchors[bisect_left(keys, us - window) : bisect_right(keys, us + window)]
+            if near:
+                lent = f * sum(rel for _, _, sid, rel in sorted(near, key=_seed_order)
+                               if sid != cid)
         out[cid] = (
             Candidate(cid, cand.dense, cand.lexical, cand.relevance + lent, cand.hops,
                       cand.via, lent)
@@ -122,6 +132,29 @@ def conversation_context(
             else cand
         )
     return out
+
+
+def cosine_to(query: NDArray[np.float32], rows: NDArray[np.float32]) -> list[float]:
+    """Cosine of `query` to each row, clipped to [-1, 1]; a zero vector scores 0. One
+    formula for every source of stored vectors, so a similarity does not depend on where
+    the vector was read from."""
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
+    sims = (m @ q) / np.where(norms > 0, norms, 1.0)
+    return [float(min(1.0, max(-1.0, s))) for s in sims]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _micros(t: datetime) -> int:
+    return (t - _EPOCH) // _MICROSECOND
+
+
+def _seed_order(anchor: tuple[int, int, str, float]) -> int:
+    return anchor[1]
 
 
 def best_possible(relevance: float, policy: Policy) -> float:

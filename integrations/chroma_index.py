@@ -44,6 +44,7 @@ from reverie.core.errors import (
 )
 from reverie.core.models import validate_namespace
 from reverie.core.ports import Vector, VectorHit, VectorItem
+from reverie.core.retrieval import cosine_to
 
 __all__ = ["DEFAULT_HNSW", "ChromaIndex", "HnswSettings", "collection_name"]
 
@@ -557,10 +558,7 @@ class ChromaIndex:
         if not res or not res[0]:
             return {}
         got, embs = res
-        m = np.concatenate(embs, axis=0)
-        norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
-        sims = (m @ q) / np.where(norms > 0, norms, 1.0)
-        return {i: float(min(1.0, max(-1.0, s))) for i, s in zip(got, sims, strict=True)}
+        return dict(zip(got, cosine_to(q, np.concatenate(embs, axis=0)), strict=True))
 
     def stored_vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
         """The stored embeddings of `ids` (unknown ids absent). Not part of the

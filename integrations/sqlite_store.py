@@ -36,8 +36,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
+
 from reverie.core.clock import utc
-from reverie.core.codec import memory_from_dict, memory_to_dict
+from reverie.core.codec import memory_to_dict, stored_memory
 from reverie.core.errors import (
     BackendUnavailable,
     ConflictError,
@@ -198,7 +200,22 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     )
 
 
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1, _migrate_to_2)
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    """Each record row may carry its embedding (float32 bytes), written beside the record
+    when the vector tier is. Recall scores lexical-only candidates against these instead of
+    fetching the vectors back from the vector index (a Chroma `get` with embeddings costs
+    about as much as the dense query itself), and `repair` can rebuild the vector tier
+    without the model. NULL until written: older rows fall back to the vector index, and
+    `reverie repair` fills them. The blob lives in the record's row, so every deletion of
+    the record (forget, gc, namespace deletion; secure_delete on) deletes it too."""
+    conn.execute("ALTER TABLE memories ADD COLUMN embedding BLOB")
+
+
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_to_1,
+    _migrate_to_2,
+    _migrate_to_3,
+)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -450,7 +467,7 @@ class SQLiteStore:
 
     def _load(self, record: str) -> Memory:
         try:
-            return memory_from_dict(json.loads(record))
+            return stored_memory(json.loads(record))
         except (ValueError, InvalidInput) as e:
             raise self._corrupt(f"holds an unreadable memory record ({e})") from None
 
@@ -740,6 +757,45 @@ class SQLiteStore:
                 )
         found = {m.id: m for m in map(self._load, records)}
         return {i: found[i] for i in wanted if i in found}  # in the caller's order
+
+    def put_embeddings(self, namespace: str, items: Mapping[str, Any]) -> int:
+        """Keep each memory's embedding beside its record (one transaction); ids with no
+        record are ignored, so a memory deleted meanwhile leaves nothing behind. Returns how
+        many rows took a vector. Not part of the RecordStore port: an optional capability
+        the engine uses where a store has it (see `embeddings`)."""
+        ns = validate_namespace(namespace)
+        rows: list[tuple[bytes, str, str]] = []
+        for memory_id, vector in items.items():
+            v = np.asarray(vector, dtype=np.float32)
+            if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
+                raise InvalidInput(
+                    f"embedding of {memory_id!r} must be a non-empty finite 1-D vector"
+                )
+            rows.append((v.astype("<f4").tobytes(), ns, memory_id))
+        if not rows:
+            return 0
+        with self._write() as conn:
+            return sum(
+                conn.execute(
+                    "UPDATE memories SET embedding = ? WHERE namespace = ? AND id = ?", row
+                ).rowcount
+                for row in rows
+            )
+
+    def embeddings(self, namespace: str, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The embeddings kept beside the records (ids without one are absent)."""
+        ns = validate_namespace(namespace)
+        wanted = _unique(ids)
+        out: dict[str, np.ndarray] = {}
+        with self._read() as conn:
+            for chunk in _chunks(wanted):
+                for memory_id, blob in conn.execute(
+                    f"SELECT id, embedding FROM memories WHERE namespace = ? "
+                    f"AND id IN ({_marks(len(chunk))}) AND embedding IS NOT NULL",
+                    (ns, *chunk),
+                ):
+                    out[memory_id] = np.frombuffer(blob, dtype="<f4")
+        return out
 
     def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
         """When each memory was created, from the indexed column (no record decoded). Not
