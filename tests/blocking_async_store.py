@@ -31,14 +31,15 @@ _COROUTINES = (
 class BlockingAsyncStore:
     """`RedisStore`'s interface, every operation served by an `AsyncRedisStore`."""
 
-    def __init__(self, url: str, *, prefix: str) -> None:
+    def __init__(self, url: str, *, prefix: str, **options: Any) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="async-store-loop", daemon=True
         )
         self._thread.start()
         try:
-            self.inner: AsyncRedisStore = self.run(AsyncRedisStore.open(url, prefix=prefix))
+            opening = AsyncRedisStore.open(url, prefix=prefix, **options)
+            self.inner: AsyncRedisStore = self.run(opening)
         except BaseException:
             self._stop()
             raise
