@@ -36,6 +36,7 @@ from .errors import (
     TextTooLong,
 )
 from .extraction import ExtractionReport, extract_from_traces
+from .indexing import IndexWriter
 from .models import (
     Edge,
     EdgeType,
@@ -225,6 +226,12 @@ class MemoryEngine:
         self._reinforcer = Reinforcer(
             self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries
         )
+        # observe's new vectors, written behind the caller in batches when
+        # policy.index_async (core/indexing.py); its thread starts on first use
+        self._indexer = IndexWriter(
+            self._write_vectors, capacity=policy.index_queue, retries=policy.index_retries,
+            on_failure=self._vectors_failed,
+        )
         if check_embedder:  # off only to re-embed a store after a model change
             self._check_embedder()
 
@@ -251,22 +258,46 @@ class MemoryEngine:
         self.store.touch(namespace, ids, at, self.policy.access_window)
 
     def flush_reinforcement(self) -> None:
-        """Wait until every recall's access reinforcement is written. Engine methods that
-        read or write records do this themselves; call it before reading `engine.store`
-        directly, or from another engine on the same store."""
+        """Wait until every recall's access reinforcement and every vector observe queued
+        is written. Engine methods that read or write do this themselves; call it before
+        reading `engine.store` or `engine.vectors` directly, or from another engine on the
+        same store."""
         self._reinforcer.flush()
+        self._indexer.flush()
+
+    flush = flush_reinforcement
+
+    def _write_vectors(
+        self,
+        namespace: str,
+        new: Sequence[VectorItem],
+        restatus: Sequence[tuple[str, Mapping[str, str | int | float | bool]]],
+    ) -> None:
+        if new:
+            self.vectors.upsert(namespace, new)
+        if restatus:
+            self.vectors.set_metadata(namespace, [i for i, _ in restatus], [m for _, m in restatus])
+
+    def _vectors_failed(self, namespace: str, ids: Sequence[str], error: BaseException) -> None:
+        """A background index write gave up: flag the index for `repair()`, as a failed
+        inline write does."""
+        self.store.set_meta(_META_VECTORS_BEHIND, "1")
 
     def _read(self, namespace: str, ids: Sequence[str]) -> dict[str, Memory]:
         """Records for recall, with every touch already queued for them applied."""
         self._reinforcer.settle(namespace, ids)
         return self.store.get_many(namespace, ids)
 
-    def _ns(self, namespace: str | None, *, flush: bool = True) -> str:
+    def _ns(self, namespace: str | None, *, flush: bool = True, index: bool = True) -> str:
         """The namespace to use; first, every queued reinforcement is written, so reads
-        see all earlier recalls' touches (recall itself waits only for its records')."""
+        see all earlier recalls' touches (recall itself waits only for its records'), and
+        this engine's queued vectors of the namespace (observe, a writer, skips that)."""
         if flush:
-            self.flush_reinforcement()
-        return validate_namespace(self.default_namespace if namespace is None else namespace)
+            self._reinforcer.flush()
+        ns = validate_namespace(self.default_namespace if namespace is None else namespace)
+        if index:  # read-your-writes: this engine's queued vectors land first
+            self._indexer.flush(ns)
+        return ns
 
     def _now(self, at: datetime | None) -> datetime:
         return utc(at) if at is not None else self.clock.now()
@@ -296,12 +327,26 @@ class MemoryEngine:
         return vecs
 
     def _index(
-        self, namespace: str, new: Sequence[tuple[Memory, Vector]], restatus: Sequence[Memory]
+        self,
+        namespace: str,
+        new: Sequence[tuple[Memory, Vector]],
+        restatus: Sequence[Memory],
+        *,
+        behind: bool = False,
     ) -> None:
         """Bring the derived vector index in step after a committed write. A failure
-        here does not undo the write: it is logged and flagged for `repair()`."""
+        here does not undo the write: it is logged and flagged for `repair()`.
+        `behind` (observe) queues the write for the index writer when
+        `policy.index_async`, so the caller does not wait for the vector index."""
         if new:
             self._keep_embeddings(namespace, {m.id: v for m, v in new})
+        if behind and self.policy.index_async:
+            self._indexer.submit(
+                namespace,
+                [VectorItem(m.id, v, _vector_meta(m)) for m, v in new],
+                [(m.id, _vector_meta(m)) for m in restatus],
+            )
+            return
         try:
             if new:
                 self.vectors.upsert(
@@ -432,7 +477,7 @@ class MemoryEngine:
         """`observe` for many texts at once, embedding them in batches (bulk ingest is
         several times faster). Every item is validated before anything is written, and
         each item is then its own atomic write, in order."""
-        ns = self._ns(namespace)
+        ns = self._ns(namespace, index=False)  # a write: its vectors may stay queued
         prepared = [
             self._prepare(ns, it if isinstance(it, Observation) else Observation(it))
             for it in items
@@ -455,7 +500,8 @@ class MemoryEngine:
                 else:
                     if vec is None:  # its twin was forgotten since the chunk began
                         vec = self._embed([p.memory.text])[0]
-                    if p.correction and pending:  # the target may be in this very chunk
+                    if p.correction:  # the target may be in this very chunk, or queued
+                        self._indexer.flush(ns)
                         self._index(ns, pending, restatus)
                         pending, restatus = [], []
                     stored, superseded, created = self._write_trace(ns, p, vec)
@@ -466,7 +512,7 @@ class MemoryEngine:
                         restatus.append(superseded)
                 if progress is not None:
                     progress(1)
-            self._index(ns, pending, restatus)
+            self._index(ns, pending, restatus, behind=True)
         return out
 
     def _prepare(self, ns: str, item: Observation) -> _Prepared:
@@ -1323,6 +1369,7 @@ class MemoryEngine:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self._reinforcer.close()  # drain: queued touches are written, not dropped
+        self._indexer.close()  # drain: queued vectors are written before the index closes
         self.vectors.close()
         self.store.close()
 

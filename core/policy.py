@@ -16,7 +16,7 @@ from typing import Any
 from .errors import InvalidPolicy
 
 _SIGNED_FIELDS = frozenset({"cluster_recomb_p"})  # the only numbers allowed below zero
-_FLAG_FIELDS = frozenset({"reinforce_async"})  # the only switches (bool, not numbers)
+_FLAG_FIELDS = frozenset({"reinforce_async", "index_async"})  # the switches (bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +144,12 @@ class Policy:
     reinforce_async: bool = True  # False: recall writes its touch before returning
     reinforce_queue: int = 1024  # queued touches; a full queue makes recall touch inline
     reinforce_retries: int = 3  # re-tries of a failed background touch before it is logged
+    # --- write-behind vector indexing (core/indexing.py): observe returns once its record
+    # is committed; one thread writes the queued vectors in batches. The engine's own reads
+    # wait for them; other processes find the memory lexically until its batch lands
+    index_async: bool = True  # False: observe writes its vectors before returning
+    index_queue: int = 4096  # vectors queued at most; a full queue makes observe wait
+    index_retries: int = 3  # re-tries of a failed background index write before it is logged
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -183,7 +189,7 @@ class Policy:
             "cluster_knn", "cluster_max_size", "cluster_hdbscan_min_cluster_size",
             "cluster_hdbscan_min_samples", "cluster_recomb_radius", "cluster_recomb_weight_floor",
             "synthesis_max_workers", "trigger_retrieval_window", "trigger_duplicate_sample",
-            "sweep_digest_size", "reinforce_queue",
+            "sweep_digest_size", "reinforce_queue", "index_queue",
         ]:
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")

@@ -242,6 +242,7 @@ def test_a_second_run_converges() -> None:
 
 def test_dry_run_writes_nothing_and_previews_the_clusters() -> None:
     engine = noisy_engine()
+    engine.flush()  # observe writes vectors behind the caller; this test reads the index itself
     before = state(engine)
     vectors_before = engine.vectors.ids("default")
     report = engine.consolidate(dry_run=True)

@@ -360,6 +360,7 @@ def test_reembed_after_a_model_change() -> None:
     vectors = InMemoryVectorIndex()
     old = MemoryEngine(store, store, vectors, BagOfWordsEmbedder(256))
     m = old.observe("the red kite nests in the oak")
+    old.flush()  # its vector is written behind the caller; another engine re-embeds next
     new_model = BagOfWordsEmbedder(128, "new-model")
     with pytest.raises(DimensionMismatch):
         MemoryEngine(store, store, vectors, new_model)

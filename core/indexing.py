@@ -1,0 +1,249 @@
+"""Write-behind vector indexing: `observe` returns once its record is committed.
+
+The vector index is derived from the records (`repair` rebuilds it from them), and a
+Chroma server charges a fixed cost per add call whatever its size: on the 2-core bench
+machine one 1-vector upsert cost ~5 ms of server CPU and a 64-vector one ~0.45 ms per
+vector. Observing one text at a time therefore spent most of its time waiting on the
+server, and every worker process queued behind the same server, so 4 workers observed
+no faster than 1 (benchmarks/results/latency_tiers.md, issue 3). Here the engine hands
+its new vectors to one thread, which writes everything queued so far in one call: while
+one call is in flight the next batch gathers (group commit), so batches grow with load
+and no timer delays a quiet engine.
+
+Read-your-writes is kept by the engine, not here: every engine method waits for its
+namespace's queued vectors before it reads (`flush`), so recall on the same engine
+finds what that engine just observed. Another process sees the vector when the batch
+lands (milliseconds later); until then the memory's record and lexical postings are
+already committed, so the lexical channel finds it.
+
+Order: writes are applied in submission order; consecutive writes to one namespace are
+merged into one upsert and one metadata update (a later write of an id wins). A full
+queue makes `submit` wait (backpressure, never reordering or loss). A write that keeps
+failing is retried, then logged, reported to `on_failure` (the engine flags the index
+for `repair`) and kept in `failed`. A process killed before its queue drains leaves
+records without vectors; `reverie repair` indexes them (it compares records with the
+index).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+import weakref
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .ports import VectorItem
+
+log = logging.getLogger("reverie")
+
+Meta = Mapping[str, str | int | float | bool]
+# apply(namespace, upserts, metadata updates): one call per merged batch
+Apply = Callable[[str, Sequence[VectorItem], Sequence[tuple[str, Meta]]], None]
+OnFailure = Callable[[str, Sequence[str], BaseException], None]
+
+_MAX_BATCH = 512  # vectors merged into one call at most, so one call stays bounded
+_RETRY_PAUSE_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class IndexWrite:
+    """New vectors and metadata updates for one namespace, in that order."""
+
+    namespace: str
+    upserts: tuple[VectorItem, ...]
+    restatus: tuple[tuple[str, Meta], ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.upserts) + len(self.restatus)
+
+    @property
+    def ids(self) -> list[str]:
+        return [i.id for i in self.upserts] + [i for i, _ in self.restatus]
+
+
+def merge(writes: Sequence[IndexWrite]) -> IndexWrite:
+    """Consecutive writes to one namespace as one: the last upsert of an id wins and
+    drops earlier metadata updates of it (an upsert replaces the metadata); updates of
+    one id merge key by key, later keys winning; updates are applied after the upserts,
+    so an update that came after an upsert of the same id still lands on top of it."""
+    upserts: dict[str, VectorItem] = {}
+    restatus: dict[str, dict[str, str | int | float | bool]] = {}
+    for w in writes:
+        for item in w.upserts:
+            upserts.pop(item.id, None)
+            upserts[item.id] = item
+            restatus.pop(item.id, None)
+        for memory_id, meta in w.restatus:
+            restatus[memory_id] = {**restatus.get(memory_id, {}), **meta}
+    return IndexWrite(writes[0].namespace, tuple(upserts.values()), tuple(restatus.items()))
+
+
+class IndexWriter:
+    """An ordered, bounded write-behind queue of vector-index writes with one thread."""
+
+    def __init__(
+        self,
+        apply: Apply,
+        *,
+        capacity: int,
+        retries: int,
+        on_failure: OnFailure | None = None,
+        max_batch: int = _MAX_BATCH,
+    ) -> None:
+        if capacity < 1 or max_batch < 1:
+            raise ValueError("capacity and max_batch must be >= 1")
+        self._apply = apply
+        self._capacity = capacity
+        self._retries = retries
+        self._on_failure = on_failure
+        self._max_batch = max_batch
+        self._closed = False
+        self._reset()
+        self.failed: list[tuple[IndexWrite, BaseException]] = []  # given up after retries
+        self.calls = 0  # merged writes applied (each one upsert and/or one update call)
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._queue: deque[IndexWrite] = deque()
+        self._queued = 0  # vectors and updates waiting in _queue
+        self._busy: str | None = None  # namespace of the write in flight
+        self._pending: Counter[str] = Counter()  # queued + in-flight writes per namespace
+        self._thread: threading.Thread | None = None
+
+    def _after_fork(self) -> None:
+        """A forked child has no writer thread: it starts afresh (the parent writes what
+        it queued), so the child's waits do not hang on a thread that is not there."""
+        if self._pid != os.getpid():
+            self._reset()
+
+    def submit(
+        self,
+        namespace: str,
+        upserts: Sequence[VectorItem],
+        restatus: Sequence[tuple[str, Meta]] = (),
+    ) -> None:
+        """Queue a write and return; wait for room when the queue is full; write it
+        inline once the writer is closed."""
+        write = IndexWrite(namespace, tuple(upserts), tuple(restatus))
+        if not write.size:
+            return
+        self._after_fork()
+        with self._cond:
+            while not self._closed and self._queued and self._queued + write.size > self._capacity:
+                self._cond.wait()  # backpressure: the caller waits, nothing is reordered
+            if not self._closed:
+                self._queue.append(write)
+                self._queued += write.size
+                self._pending[namespace] += 1
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._run, name="reverie-index", daemon=True
+                    )
+                    self._thread.start()
+                self._cond.notify_all()
+                return
+        self._apply_with_retries(write)
+
+    def flush(self, namespace: str | None = None) -> None:
+        """Wait until every write submitted so far (to `namespace`, or to any) is applied
+        or given up on."""
+        self._after_fork()
+        with self._cond:
+            if namespace is None:
+                while self._queue or self._busy is not None:
+                    self._cond.wait()
+            else:
+                while self._pending.get(namespace, 0) > 0:
+                    self._cond.wait()
+
+    @property
+    def backlog(self) -> int:
+        """Vectors and updates queued, not yet in flight."""
+        with self._cond:
+            return self._queued
+
+    def close(self) -> None:
+        """Drain the queue and stop the thread; later writes are applied inline."""
+        self._after_fork()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _take(self) -> list[IndexWrite]:
+        """The writes at the head of the queue that share its namespace, up to max_batch
+        (always at least one). Called with the lock held."""
+        first = self._queue.popleft()
+        taken = [first]
+        size = first.size
+        while (
+            self._queue
+            and self._queue[0].namespace == first.namespace
+            and size + self._queue[0].size <= self._max_batch
+        ):
+            nxt = self._queue.popleft()
+            taken.append(nxt)
+            size += nxt.size
+        self._queued -= size
+        return taken
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:  # closed and drained
+                    return
+                taken = self._take()
+                self._busy = taken[0].namespace
+                self._cond.notify_all()  # room in the queue for a waiting submit
+            try:
+                self._apply_with_retries(merge(taken))
+            finally:
+                with self._cond:
+                    self._busy = None
+                    ns = taken[0].namespace
+                    self._pending[ns] -= len(taken)
+                    if self._pending[ns] <= 0:
+                        del self._pending[ns]
+                    self._cond.notify_all()
+
+    def _apply_with_retries(self, write: IndexWrite) -> None:
+        """An upsert or update is idempotent, so a retry after a partial failure is safe."""
+        for attempt in range(self._retries + 1):
+            try:
+                self._apply(write.namespace, write.upserts, write.restatus)
+                self.calls += 1
+                return
+            except Exception as e:  # the writer must outlive a failing index
+                if attempt < self._retries:
+                    log.warning("vector index write failed (%s); retrying", e)
+                    time.sleep(_RETRY_PAUSE_S * (attempt + 1))
+                    continue
+                log.error(
+                    "vector index write of %d memories in namespace %r failed after %d "
+                    "attempts: %s; their records are stored, run `reverie repair`",
+                    write.size, write.namespace, self._retries + 1, e,
+                )
+                self.failed.append((write, e))
+                if self._on_failure is not None:
+                    try:
+                        self._on_failure(write.namespace, write.ids, e)
+                    except Exception as flag_error:
+                        log.error("could not flag the vector index for repair: %s", flag_error)
+
+
+def _close_at_exit(ref: weakref.ref[IndexWriter]) -> None:
+    writer = ref()
+    if writer is not None:
+        writer.close()

@@ -1,0 +1,223 @@
+"""Write-behind vector indexing (core/indexing.py and its use in observe).
+
+A user relies on: observe returns once the record is stored; the same engine's recall
+finds what it just observed through the vector index; vectors queued together are
+written in few calls, in order; a correction still finds (and restatuses) a target whose
+vector is still queued; close() writes what was queued; a failing index never loses a
+record and flags the index for repair; a full queue makes observe wait, never drop."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from reverie.core import ManualClock, Policy
+from reverie.core.engine import MemoryEngine
+from reverie.core.errors import BackendUnavailable, InvalidPolicy
+from reverie.core.indexing import IndexWrite, IndexWriter, merge
+from reverie.core.models import Status
+from reverie.core.ports import VectorItem
+from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
+from tests.unit.conftest import T0
+
+
+class GatedIndex(InMemoryVectorIndex):
+    """An index whose writes wait for the test's gate, counted (to hold vectors queued)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.upserts: list[list[str]] = []
+        self.updates: list[list[str]] = []
+        self.fail_next = 0
+
+    def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None:
+        self.gate.wait(timeout=30)
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise BackendUnavailable("the vector index went away for a moment")
+        self.upserts.append([i.id for i in items])
+        super().upsert(namespace, items)
+
+    def set_metadata(
+        self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
+    ) -> None:
+        self.gate.wait(timeout=30)
+        self.updates.append(list(ids))
+        super().set_metadata(namespace, ids, metadata)
+
+
+def engine_with(index: GatedIndex, policy: Policy | None = None) -> MemoryEngine:
+    store = InMemoryStore()
+    return MemoryEngine(
+        store, store, index, BagOfWordsEmbedder(), policy=policy or Policy(),
+        clock=ManualClock(T0),
+    )
+
+
+def item(i: str, status: str = "active") -> VectorItem:
+    return VectorItem(i, np.ones(4, dtype=np.float32), {"status": status, "kind": "episodic"})
+
+
+def test_policy_switch_is_validated() -> None:
+    assert Policy().index_async is True
+    with pytest.raises(InvalidPolicy):
+        Policy(index_async=1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidPolicy):
+        Policy(index_queue=0)
+
+
+def test_observe_returns_before_the_index_write_and_recall_waits_for_it() -> None:
+    index = GatedIndex()
+    engine = engine_with(index)
+    index.gate.clear()
+    m = engine.observe("the red kite nests in the old oak")  # returns: the record is stored
+    assert engine.store.get("default", m.id) is not None
+    assert index.ids("default") == set()  # its vector is still queued
+    threading.Timer(0.2, index.gate.set).start()
+    hits = engine.recall("red kite", reinforce=False)  # waits for this engine's vectors
+    # without the wait the index would have been empty: no cosine for it (dense 0). With
+    # it, bag of words: query (red, kite), text (the x2, red, kite, nests, in, old, oak):
+    # dot 2, norms sqrt(2) and sqrt(4 + 6), cosine 2 / sqrt(20) = 0.4472
+    assert hits[0].id == m.id
+    assert hits[0].explanation.dense == pytest.approx(2 / 20**0.5, abs=1e-6)
+    engine.close()
+
+
+def test_vectors_queued_together_are_written_in_few_calls_in_order() -> None:
+    index = GatedIndex()
+    engine = engine_with(index)
+    index.gate.clear()
+    first = engine.observe("alpha apples are crisp")  # its write goes in flight, then waits
+    while engine._indexer.backlog:  # until the writer has taken it
+        time.sleep(0.001)
+    rest = [engine.observe(f"note number {i} about topic {i}") for i in range(10)]
+    index.gate.set()
+    engine.flush()
+    written = [i for call in index.upserts for i in call]
+    assert written == [first.id] + [m.id for m in rest]  # every vector once, in order
+    assert len(index.upserts) == 2  # the first alone, the ten queued behind it in one call
+    assert engine.stats()["vectors"] == 11
+    engine.close()
+
+
+def test_a_correction_finds_and_restatuses_a_target_still_queued() -> None:
+    index = GatedIndex()
+    engine = engine_with(index)
+    index.gate.clear()
+    old = engine.observe("I drink oat milk in my coffee every morning")
+    threading.Timer(0.2, index.gate.set).start()
+    new = engine.observe("Actually I switched to almond milk in my coffee every morning")
+    assert engine.get(old.id).superseded_by == new.id
+    engine.flush()
+    hits = index.query("default", engine.embedder.embed([old.text])[0], 5,
+                       {"status": Status.ACTIVE.value})
+    assert [h.id for h in hits] == [new.id]  # the old vector carries its new status
+    engine.close()
+
+
+def test_close_writes_what_was_queued() -> None:
+    index = GatedIndex()
+    engine = engine_with(index)
+    index.gate.clear()
+    ids = [engine.observe(f"queued memory {i} of many").id for i in range(5)]
+    threading.Timer(0.2, index.gate.set).start()
+    engine.close()
+    assert index.ids("default") == set(ids)
+
+
+def test_a_failing_index_keeps_the_record_and_flags_repair() -> None:
+    index = GatedIndex()
+    engine = engine_with(index, Policy(index_retries=1))
+    index.fail_next = 2  # the first try and its one retry
+    m = engine.observe("the quarterly review moved to Thursday")
+    stats = engine.stats()  # waits for the writer, which gave up
+    assert stats["total"] == 1 and stats["vectors"] == 0
+    assert stats["vector_repair_needed"] is True
+    assert len(engine._indexer.failed) == 1
+    assert engine.repair().indexed == 1
+    assert engine.recall("quarterly review", reinforce=False)[0].id == m.id
+    engine.close()
+
+
+def test_a_transient_failure_is_retried() -> None:
+    index = GatedIndex()
+    engine = engine_with(index, Policy(index_retries=2))
+    index.fail_next = 1
+    engine.observe("the office wifi password rotates monthly")
+    stats = engine.stats()
+    assert stats["vectors"] == 1 and stats["vector_repair_needed"] is False
+    engine.close()
+
+
+def test_sync_policy_writes_before_observe_returns() -> None:
+    index = GatedIndex()
+    engine = engine_with(index, Policy(index_async=False))
+    m = engine.observe("Bruno prefers window seats")
+    assert index.ids("default") == {m.id}  # read directly, no flush
+    assert engine._indexer.calls == 0
+    engine.close()
+
+
+def test_a_full_queue_makes_the_caller_wait_and_nothing_is_lost() -> None:
+    applied: list[list[str]] = []
+    gate = threading.Event()
+
+    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
+        gate.wait(timeout=30)
+        applied.append([i.id for i in ups])
+
+    writer = IndexWriter(apply, capacity=2, retries=0)
+    writer.submit("ns", [item("a")])  # taken by the thread, waits at the gate
+    writer.submit("ns", [item("b"), item("c")])  # fills the queue
+    done = threading.Event()
+
+    def third() -> None:
+        writer.submit("ns", [item("d")])
+        done.set()
+
+    t = threading.Thread(target=third)
+    t.start()
+    assert not done.wait(0.2)  # blocked: the queue holds 2 of capacity 2
+    gate.set()
+    t.join(timeout=30)
+    writer.flush()
+    assert [i for call in applied for i in call] == ["a", "b", "c", "d"]
+    writer.close()
+
+
+def test_flush_of_one_namespace_does_not_wait_for_another() -> None:
+    gate = threading.Event()
+
+    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
+        if ns == "slow":
+            gate.wait(timeout=30)
+
+    writer = IndexWriter(apply, capacity=100, retries=0)
+    writer.submit("slow", [item("a")])
+    writer.flush("other")  # nothing queued there: returns at once
+    gate.set()
+    writer.flush("slow")
+    assert writer.backlog == 0
+    writer.close()
+
+
+def test_merge_keeps_the_last_word_per_id() -> None:
+    up1 = IndexWrite("ns", (item("a"), item("b")), ())
+    meta_a = IndexWrite("ns", (), (("a", {"status": "superseded"}),))
+    up_b_again = IndexWrite("ns", (item("b", "archived"),), ())
+    meta_b_before = IndexWrite("ns", (), (("b", {"kind": "semantic"}),))
+    m = merge([up1, meta_b_before, meta_a, up_b_again])
+    # b's later upsert replaces its earlier metadata update; a's update follows a's upsert
+    assert [i.id for i in m.upserts] == ["a", "b"]
+    assert m.upserts[1].metadata["status"] == "archived"
+    assert m.restatus == (("a", {"status": "superseded"}),)
+    two_updates = merge([IndexWrite("ns", (), (("a", {"status": "x", "kind": "k"}),)),
+                         IndexWrite("ns", (), (("a", {"status": "y"}),))])
+    assert two_updates.restatus == (("a", {"status": "y", "kind": "k"}),)
