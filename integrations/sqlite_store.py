@@ -29,6 +29,7 @@ import socket
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
@@ -53,6 +54,8 @@ from reverie.core.ports import LexicalHit, WriteBatch
 from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash, lexical_terms, query_terms
 
+from .bm25_mirror import Bm25Mirror
+
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -68,6 +71,13 @@ _SEQ_BITS = 36
 _SEQ_MASK = (1 << _SEQ_BITS) - 1
 _MAX_NS_NUM = (1 << (63 - _SEQ_BITS)) - 1
 _MICROSECOND = timedelta(microseconds=1)
+# Lexical change log (see _lexical_change_log): generations kept, how often to trim, and
+# how many namespaces' BM25 mirrors one store keeps in memory (least recently used go).
+_LEX_GEN = "lexical.gen"
+_LEX_TRIMMED = "lexical.trimmed"
+_LEX_KEEP = 50_000
+_LEX_TRIM_EVERY = 1_000
+_LEX_MIRRORS = 64
 
 
 # --- schema and migrations ----------------------------------------------------------------
@@ -211,10 +221,35 @@ def _migrate_to_3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE memories ADD COLUMN embedding BLOB")
 
 
+def _migrate_to_4(conn: sqlite3.Connection) -> None:
+    """What in-process BM25 mirrors (integrations/bm25_mirror.py) need to stay exact while
+    other processes write the same file: every change of a namespace's full-text rows takes
+    a store-wide generation number (one per write transaction, `lexical.gen` in meta) and
+    logs (gen, namespace number, seq). A mirror at generation g replays the seqs logged
+    after g; a namespace re-created under a reused number is told apart by `created_gen`.
+    The log holds no text, and is trimmed below `lexical.trimmed`."""
+    conn.execute("ALTER TABLE namespace_ids ADD COLUMN lexical_gen INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE namespace_ids ADD COLUMN created_gen INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        """
+        CREATE TABLE lexical_changes (
+            gen INTEGER NOT NULL,
+            num INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (gen, num, seq)
+        ) WITHOUT ROWID
+        """
+    )
+    conn.executemany(
+        "INSERT INTO meta (name, value) VALUES (?, '0')", [(_LEX_GEN,), (_LEX_TRIMMED,)]
+    )
+
+
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
+    _migrate_to_4,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -263,20 +298,6 @@ def _fts_document(text: str) -> str:
     return " ".join(lexical_terms(text))
 
 
-def fts_query(text: str) -> str | None:
-    """A MATCH expression that cannot be an FTS5 syntax error, whatever the user typed.
-
-    The terms are `core.text.query_terms` (the rules every lexical tier shares), each quoted
-    (so `AND`, `NEAR(`, `*`, `-` and quotes lose their meaning) and OR-ed: FTS5's implicit AND
-    drops every document missing one query word, which is far too strict for recall; BM25
-    still ranks documents matching more and rarer words first. None when there are no words.
-    """
-    terms = query_terms(text)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
 class _Row:
     """What commit needs to know about the stored version of a memory."""
 
@@ -302,6 +323,8 @@ class SQLiteStore:
         self._path = Path(os.fspath(path))
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._mirrors: OrderedDict[str, Bm25Mirror] = OrderedDict()
+        self._tx_gen: int | None = None  # the lexical generation of the open write, if any
         if not self._memory:
             self._check_file()
             self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -440,6 +463,7 @@ class SQLiteStore:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as e:
                 raise self._translate(e) from None
+            self._tx_gen = None
             try:
                 yield conn
                 conn.execute("COMMIT")
@@ -530,8 +554,38 @@ class SQLiteStore:
                 f"{self._path} has used up its namespace numbers; export and re-import the "
                 "store into a new file"
             )
-        conn.execute("INSERT INTO namespace_ids (name, num) VALUES (?, ?)", (ns, num))
+        gen = self._lexical_gen(conn)  # this incarnation of the namespace
+        conn.execute(
+            "INSERT INTO namespace_ids (name, num, lexical_gen, created_gen) VALUES (?, ?, ?, ?)",
+            (ns, num, gen, gen),
+        )
         return num
+
+    def _lexical_gen(self, conn: sqlite3.Connection) -> int:
+        """The open write transaction's lexical generation (taken on first use)."""
+        if self._tx_gen is None:
+            gen = int(
+                conn.execute(
+                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = ? "
+                    "RETURNING value",
+                    (_LEX_GEN,),
+                ).fetchone()[0]
+            )
+            if gen % _LEX_TRIM_EVERY == 0 and gen > _LEX_KEEP:
+                conn.execute("DELETE FROM lexical_changes WHERE gen < ?", (gen - _LEX_KEEP,))
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE name = ?", (str(gen - _LEX_KEEP), _LEX_TRIMMED)
+                )
+            self._tx_gen = gen
+        return self._tx_gen
+
+    def _lexical_changed(self, conn: sqlite3.Connection, num: int, seq: int) -> None:
+        gen = self._lexical_gen(conn)
+        conn.execute("UPDATE namespace_ids SET lexical_gen = ? WHERE num = ?", (gen, num))
+        conn.execute(
+            "INSERT OR IGNORE INTO lexical_changes (gen, num, seq) VALUES (?, ?, ?)",
+            (gen, num, seq),
+        )
 
     def _check_unique_text(self, conn: sqlite3.Connection, ns: str, digest: str) -> None:
         ids = [
@@ -621,16 +675,19 @@ class SQLiteStore:
         if seq > _SEQ_MASK:
             raise BackendUnavailable(f"{self._path} holds more records than reverie supports")
         # The lexical index follows the active set.
-        fts_rowid = _fts_rowid(self._ensure_ns_num(conn, ns), seq)
+        num = self._ensure_ns_num(conn, ns)
+        fts_rowid = _fts_rowid(num, seq)
         was_indexed = old is not None and old.active
         same_text = old is not None and old.text == m.text
         if was_indexed and not (m.is_active and same_text):
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (fts_rowid,))
+            self._lexical_changed(conn, num, seq)
         if m.is_active and not (was_indexed and same_text):
             conn.execute(
                 "INSERT INTO memory_fts (rowid, text) VALUES (?, ?)",
                 (fts_rowid, _fts_document(m.text)),
             )
+            self._lexical_changed(conn, num, seq)
         conn.execute(
             "DELETE FROM memory_entities WHERE namespace = ? AND memory_id = ?", (ns, m.id)
         )
@@ -684,6 +741,7 @@ class SQLiteStore:
         deleted = 0
         if not wanted:
             return 0
+        removed: list[int] = []
         with self._write() as conn:
             num = self._ns_num(conn, ns)
             for chunk in _chunks(wanted):
@@ -697,6 +755,9 @@ class SQLiteStore:
                         "DELETE FROM memory_fts WHERE rowid = ?",
                         [(_fts_rowid(num, seq),) for (seq,) in seqs],
                     )
+                    for (seq,) in seqs:
+                        self._lexical_changed(conn, num, seq)
+                        removed.append(seq)
                 deleted += conn.execute(
                     f"DELETE FROM memories WHERE namespace = ? AND id IN ({marks})", (ns, *chunk)
                 ).rowcount
@@ -712,7 +773,22 @@ class SQLiteStore:
                 )
             if deleted:  # FTS5 only marks deletions; merging the segments drops the old terms
                 conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        self._forget_in_mirror(ns, removed)
         return deleted
+
+    def _forget_in_mirror(self, ns: str, seqs: Sequence[int] | None) -> None:
+        """Deleted text leaves this process's memory at once, not at the next search (after
+        the commit: a rolled-back delete must not drop a document the log will not bring
+        back). `None` drops the namespace's whole mirror."""
+        with self._lock:
+            mirror = self._mirrors.get(ns)
+            if mirror is None:
+                return
+            if seqs is None:
+                del self._mirrors[ns]
+                return
+            for seq in seqs:
+                mirror.remove(seq)
 
     def delete_namespace(self, namespace: str) -> int:
         """Everything of a tenant, journal included; locks are left to expire or be released."""
@@ -729,6 +805,7 @@ class SQLiteStore:
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
             if deleted:
                 conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        self._forget_in_mirror(ns, None)
         return int(deleted)
 
     # --- RecordStore: reads ---------------------------------------------------------------
@@ -969,33 +1046,73 @@ class SQLiteStore:
     # --- LexicalIndex ---------------------------------------------------------------------
 
     def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
-        """BM25 over the namespace's active texts; the index holds nothing else."""
+        """BM25 over the namespace's active texts, with the namespace's own statistics.
+
+        Scored in this process by the namespace's `Bm25Mirror`, brought up to date inside the
+        same read snapshot: replayed from the change log when other writers (this process's
+        or another's) moved it on, rebuilt from the FTS5 rows when it cannot be. The FTS5
+        table stays the persisted lexical index the mirrors are built from."""
         ns = validate_namespace(namespace)
-        match = fts_query(query)
-        if match is None or k <= 0:
+        terms = query_terms(query)
+        if not terms or k <= 0:
             return []
-        # The inner query touches only the index (rowid and score) within the namespace's
-        # rowid range, so FTS5 reads no stored row it will not return; the join fetches ids
-        # for the k winners and re-checks namespace and status as a guard.
         with self._read() as conn:
-            num = self._ns_num(conn, ns)
-            if num is None:
+            row = conn.execute(
+                "SELECT num, lexical_gen, created_gen FROM namespace_ids WHERE name = ?", (ns,)
+            ).fetchone()
+            if row is None:
                 return []
-            lo, hi = _fts_range(num)
-            rows = conn.execute(
-                """
-                SELECT m.id, hit.score FROM (
-                    SELECT rowid AS fts_rowid, bm25(memory_fts) AS score FROM memory_fts
-                    WHERE memory_fts MATCH ? AND rowid BETWEEN ? AND ?
-                    ORDER BY score LIMIT ?
-                ) AS hit
-                JOIN memories m ON m.seq = (hit.fts_rowid & ?)
-                WHERE m.namespace = ? AND m.status = 'active'
-                ORDER BY hit.score, m.seq
-                """,
-                (match, lo, hi, int(k), _SEQ_MASK, ns),
-            ).fetchall()
-        return [LexicalHit(memory_id, -float(score)) for memory_id, score in rows]
+            mirror = self._current_mirror(conn, ns, int(row[0]), int(row[1]), int(row[2]))
+            top = mirror.top(terms, int(k))
+        return [LexicalHit(memory_id, score) for memory_id, score in top]
+
+    def _current_mirror(
+        self, conn: sqlite3.Connection, ns: str, num: int, gen: int, created: int
+    ) -> Bm25Mirror:
+        mirror = self._mirrors.get(ns)
+        if mirror is not None and mirror.identity == (num, created):
+            self._mirrors.move_to_end(ns)
+            if mirror.generation == gen:
+                return mirror
+            trimmed = int(
+                conn.execute("SELECT value FROM meta WHERE name = ?", (_LEX_TRIMMED,)).fetchone()[0]
+            )
+            if mirror.generation >= trimmed and mirror.dead_fraction <= 0.5:
+                changed = [
+                    seq for (seq,) in conn.execute(
+                        "SELECT DISTINCT seq FROM lexical_changes WHERE gen > ? AND num = ?",
+                        (mirror.generation, num),
+                    )
+                ]
+                for seq in changed:
+                    mirror.remove(seq)
+                for chunk in _chunks(changed):
+                    mirror.add_many(self._fts_documents(
+                        conn,
+                        f"f.rowid IN ({_marks(len(chunk))})",
+                        [_fts_rowid(num, seq) for seq in chunk],
+                    ))
+                mirror.generation = gen
+                return mirror
+        mirror = Bm25Mirror((num, created), gen)
+        mirror.add_many(self._fts_documents(conn, "f.rowid BETWEEN ? AND ?", _fts_range(num)))
+        self._mirrors[ns] = mirror
+        self._mirrors.move_to_end(ns)
+        while len(self._mirrors) > _LEX_MIRRORS:
+            self._mirrors.popitem(last=False)
+        return mirror
+
+    @staticmethod
+    def _fts_documents(
+        conn: sqlite3.Connection, where: str, params: Sequence[int]
+    ) -> Iterator[tuple[int, str, str]]:
+        """(seq, memory id, stored FTS text) of the full-text rows selected by `where`."""
+        for rowid, memory_id, text in conn.execute(
+            f"SELECT f.rowid, m.id, f.text FROM memory_fts f "
+            f"JOIN memories m ON m.seq = (f.rowid & {_SEQ_MASK}) WHERE {where}",
+            tuple(params),
+        ):
+            yield int(rowid) & _SEQ_MASK, str(memory_id), str(text)
 
     # --- meta, journal, lock --------------------------------------------------------------
 
@@ -1091,6 +1208,7 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            self._mirrors.clear()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

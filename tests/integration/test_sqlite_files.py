@@ -236,7 +236,12 @@ def test_four_processes_touching_one_memory_lose_no_count(tmp_path: Path) -> Non
 def _as_version_1(path: Path) -> None:
     """Turn a file into what schema version 1 wrote: raw text under FTS5's own porter."""
     conn = sqlite3.connect(path)
-    conn.execute("ALTER TABLE memories DROP COLUMN embedding")  # schema 3 added it
+    # undo schemas 3 and 4: kept embeddings, the lexical change log
+    conn.execute("ALTER TABLE memories DROP COLUMN embedding")
+    conn.execute("ALTER TABLE namespace_ids DROP COLUMN lexical_gen")
+    conn.execute("ALTER TABLE namespace_ids DROP COLUMN created_gen")
+    conn.execute("DROP TABLE lexical_changes")
+    conn.execute("DELETE FROM meta WHERE name LIKE 'lexical.%'")
     conn.execute("DROP TABLE memory_fts")
     conn.execute(
         "CREATE VIRTUAL TABLE memory_fts USING fts5("
@@ -274,7 +279,7 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         assert [h.id for h in store.search("other", "sunrise", 5)] == ["c"]
         assert store.get("ns", "a") == painted
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert conn.execute("SELECT text FROM memory_fts").fetchall() == [
         ("melani paint a sunris over the lake at the cafe",),  # namespace ns first (num 1)
         ("melani paint a sunris",),

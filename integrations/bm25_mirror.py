@@ -1,0 +1,128 @@
+"""An in-process copy of one namespace's lexical index, scored with numpy.
+
+Why it exists: FTS5's `bm25()` must score every row that matches any query word before
+`ORDER BY ... LIMIT` can cut, and it pools document count and average length over every
+namespace in the file, so one tenant's writes move another tenant's scores. A mirror per
+namespace, kept in step with the file through a change log (see `SQLiteStore.search`),
+scores the same postings about an order of magnitude faster, and with the namespace's own
+statistics: the same formula and statistics as the Redis tier (`redis_lexical`), so the two
+tiers now rank alike to the last bit.
+
+The file stays the truth: a mirror is rebuilt from it whenever it cannot be brought up to
+date from the log, and a process that never searches builds none.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .redis_lexical import BM25_B, BM25_K1
+
+__all__ = ["Bm25Mirror"]
+
+_IDF_FLOOR = 1e-6  # FTS5 replaces a non-positive idf (a term in over half the rows) by this
+
+
+class Bm25Mirror:
+    """Postings of one namespace's active documents, keyed by the store's record seq.
+
+    Documents are slots in append-only arrays; removing one only marks its slot dead
+    (postings keep dead entries and scoring masks them out), so updates cost what the
+    changed document holds. `dead_fraction` tells the owner when a rebuild would pay.
+    `generation` and `identity` are the owner's bookkeeping: which change-log position and
+    which incarnation of the namespace this copy reflects.
+    """
+
+    def __init__(self, identity: tuple[int, int], generation: int) -> None:
+        self.identity = identity
+        self.generation = generation
+        self._ids: list[str] = []
+        self._seqs = array("q")
+        self._lengths = array("d")
+        self._alive = bytearray()
+        self._slot_of: dict[int, int] = {}
+        self._postings: dict[str, tuple[array[int], array[int]]] = {}
+        self._docs = 0
+        self._total = 0.0
+
+    def __len__(self) -> int:
+        return self._docs
+
+    @property
+    def dead_fraction(self) -> float:
+        slots = len(self._ids)
+        return 0.0 if slots == 0 else (slots - self._docs) / slots
+
+    def add(self, seq: int, memory_id: str, document: str) -> None:
+        """Index one document (the stored, already tokenised FTS text), replacing any
+        earlier version under the same seq."""
+        self.remove(seq)
+        terms = document.split()
+        slot = len(self._ids)
+        self._ids.append(memory_id)
+        self._seqs.append(seq)
+        self._lengths.append(float(len(terms)))
+        self._alive.append(1)
+        self._slot_of[seq] = slot
+        for term, tf in Counter(terms).items():
+            entry = self._postings.get(term)
+            if entry is None:
+                entry = self._postings[term] = (array("i"), array("i"))
+            entry[0].append(slot)
+            entry[1].append(tf)
+        self._docs += 1
+        self._total += len(terms)
+
+    def remove(self, seq: int) -> None:
+        slot = self._slot_of.pop(seq, None)
+        if slot is None:
+            return
+        self._alive[slot] = 0
+        self._docs -= 1
+        self._total -= self._lengths[slot]
+
+    def add_many(self, rows: Iterable[tuple[int, str, str]]) -> None:
+        for seq, memory_id, document in rows:
+            self.add(seq, memory_id, document)
+
+    def top(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
+        """The k best documents by FTS5's BM25 (higher is better); ties by seq, as the
+        SQLite and Redis tiers break them. Summed term by term in query order, with the
+        same operation order as `redis_lexical`, so the scores are identical."""
+        if k <= 0 or self._docs <= 0:
+            return []
+        n_docs = self._docs
+        avg = self._total / n_docs if self._total > 0 else 1.0
+        alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
+        lengths = np.frombuffer(self._lengths, dtype=np.float64)
+        scores = np.zeros(len(self._ids), dtype=np.float64)
+        for term in terms:
+            entry = self._postings.get(term)
+            if entry is None:
+                continue
+            slots = np.frombuffer(entry[0], dtype=np.int32)
+            live = alive[slots]
+            slots = slots[live]
+            n = int(slots.size)
+            if n == 0:
+                continue
+            tf = np.frombuffer(entry[1], dtype=np.int32)[live].astype(np.float64)
+            idf = math.log((n_docs - n + 0.5) / (n + 0.5))
+            if idf <= 0.0:
+                idf = _IDF_FLOOR
+            denom = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[slots] / avg)
+            scores[slots] += idf * (tf * (BM25_K1 + 1.0)) / denom
+        hit = np.flatnonzero(scores)
+        if hit.size == 0:
+            return []
+        if hit.size > k:  # keep everything tied with the k-th score, then order by seq
+            kth = -np.partition(-scores[hit], k - 1)[k - 1]
+            hit = hit[scores[hit] >= kth]
+        seqs = np.frombuffer(self._seqs, dtype=np.int64)[hit]
+        order = hit[np.lexsort((seqs, -scores[hit]))][:k]
+        return [(self._ids[s], float(scores[s])) for s in order]
