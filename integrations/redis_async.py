@@ -1,8 +1,9 @@
 """The asyncio twin of `RedisStore`, on `redis.asyncio`, for an event loop that must not
 block on the record store (an async agent server, `MemoryEngine`'s async paths).
 
-It shares everything that decides *what* is written with the sync store — validation and
-the write plan (`redis_plan`), the key layout (`redis_keys`), the Lua scripts (BM25,
+It shares everything that decides *what* is written or read with the sync store —
+validation and the write plan (`redis_plan`), every read (`redis_reads`, generators each
+store drives with its own I/O), the key layout (`redis_keys`), the Lua scripts (BM25,
 edges, degrees, the lease) — so the two can run side by side on one Redis and agree; only
 the I/O differs. Same URLs as the sync store: redis://, rediss:// (TLS), redis+cluster://.
 
@@ -28,7 +29,7 @@ from collections.abc import (
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from reverie.core.clock import utc
 from reverie.core.codec import memory_to_dict
@@ -36,7 +37,6 @@ from reverie.core.errors import BackendUnavailable, InvalidInput, MissingExtra, 
 from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
 from reverie.core.ports import LexicalHit, WriteBatch
 from reverie.core.scoring import reinforce
-from reverie.core.text import content_hash, query_terms
 
 try:
     import redis.asyncio as aioredis
@@ -44,8 +44,9 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingExtra("The async Redis store (reverie.integrations.redis_async)", "redis") from e
 
+from . import redis_reads as reads
 from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
-from .redis_lexical import BM25_ARGS, BM25_SCRIPT
+from .redis_lexical import BM25_SCRIPT
 from .redis_plan import (
     CheckedBatch,
     Command,
@@ -53,15 +54,13 @@ from .redis_plan import (
     check_batch,
     dumps,
     edge_field,
-    load_created_at,
     load_journal_entry,
-    load_memory,
     parse_doc,
-    parse_edge_field,
     plan_commit,
     plan_delete,
     plan_drop_namespace,
 )
+from .redis_reads import Lua, Pipelined, Request, Steps, chunks, unique
 from .redis_store import (
     _ACQUIRE,
     _BACKOFF_MAX_S,
@@ -69,19 +68,12 @@ from .redis_store import (
     _EDGES,
     _RELEASE,
     _WRITE_DEADLINE_S,
-    _check_batch_size,
     _check_ttl,
     _check_window,
-    _chunks,
     _safe,
-    _unique,
-    empty_counts,
-    entity_order,
     holder_name,
     lock_busy,
     open_client,
-    status_sources,
-    tier_filter,
 )
 
 __all__ = ["AsyncRedisStore"]
@@ -113,6 +105,7 @@ class AsyncRedisStore:
         self._degrees = client.register_script(_DEGREES)
         self._edges = client.register_script(_EDGES)
         self._bm25 = client.register_script(BM25_SCRIPT)
+        self._scripts = {"edges": self._edges, "degrees": self._degrees, "bm25": self._bm25}
 
     @classmethod
     async def open(
@@ -178,17 +171,32 @@ class AsyncRedisStore:
                 )
             await asyncio.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
 
+    async def _run(self, steps: Steps[T], conn: Any = None) -> T:
+        """Drive a shared read (`redis_reads`) on `conn` (the client, or a pipeline under
+        WATCH), awaiting each request: the sync store's reads, request for request."""
+        reply: Any = None
+        while True:
+            try:
+                request = steps.send(reply)
+            except StopIteration as done:
+                return cast(T, done.value)
+            reply = await self._ask(self._client if conn is None else conn, request)
+
+    async def _ask(self, conn: Any, request: Request) -> Any:
+        if isinstance(request, Lua):
+            return await self._scripts[request.script](keys=request.keys, args=request.args)
+        if isinstance(request, Pipelined):
+            async with conn.pipeline(transaction=request.atomic) as pipe:
+                for method, *args in request.calls:
+                    getattr(pipe, method)(*args)
+                return await pipe.execute()
+        method, *args = request
+        return await getattr(conn, method)(*args)
+
     async def _read_records(
         self, conn: Any, keys: NamespaceKeys, ids: Sequence[str]
     ) -> dict[str, Memory]:
-        found: dict[str, Memory] = {}
-        for chunk in _chunks(ids):
-            names = [keys.record(i) for i in chunk]
-            raws = await conn.execute_command("MGET", *names)
-            for memory_id, name, raw in zip(chunk, names, raws, strict=True):
-                if raw is not None:
-                    found[memory_id] = load_memory(raw, name)
-        return found
+        return await self._run(reads.records(keys, ids), conn)
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -246,8 +254,8 @@ class AsyncRedisStore:
         keys = self._keys(namespace)
         _check_window(window)
         when = utc(at)
-        wanted = _unique(ids)
-        for chunk in _chunks(wanted):
+        wanted = unique(ids)
+        for chunk in chunks(wanted):
 
             async def body(pipe: Any, chunk: Sequence[str] = chunk) -> list[Command]:
                 records = await self._read_records(pipe, keys, chunk)
@@ -261,9 +269,9 @@ class AsyncRedisStore:
 
     async def delete(self, namespace: str, ids: Iterable[str]) -> int:
         keys = self._keys(namespace)
-        wanted = _unique(ids)
+        wanted = unique(ids)
         deleted = 0
-        for chunk in _chunks(wanted):
+        for chunk in chunks(wanted):
             found = [0]
 
             async def body(
@@ -313,68 +321,26 @@ class AsyncRedisStore:
     # --- reads ----------------------------------------------------------------------------
 
     async def get(self, namespace: str, memory_id: str) -> Memory | None:
-        name = self._keys(namespace).record(memory_id)
-        raw = await self._guard(self._client.get(name))
-        return None if raw is None else load_memory(raw, name)
+        return await self._guard(self._run(reads.get(self._keys(namespace), memory_id)))
 
     async def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
-        keys = self._keys(namespace)
-        wanted = _unique(ids)
-        found = await self._guard(self._read_records(self._client, keys, wanted))
-        return {i: found[i] for i in wanted if i in found}
+        return await self._guard(self._run(reads.get_many(self._keys(namespace), ids)))
 
     async def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
         """When each memory was created, reading only `created_at` (one MGET per chunk);
         see `RedisStore.created_times`."""
-        keys = self._keys(namespace)
-        out: dict[str, datetime] = {}
-        for chunk in _chunks(_unique(ids)):
-            names = [keys.record(i) for i in chunk]
-            raws = await self._guard(self._client.execute_command("MGET", *names))
-            for memory_id, name, raw in zip(chunk, names, raws, strict=True):
-                if raw is not None:
-                    out[memory_id] = load_created_at(raw, name)
-        return out
-
-    async def _seqs(self, keys: NamespaceKeys, ids: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for chunk in _chunks(list(ids)):
-            scores = await self._guard(self._client.zmscore(keys.all, list(chunk)))
-            out.update({i: int(s) for i, s in zip(chunk, scores, strict=True) if s is not None})
-        return out
+        return await self._guard(self._run(reads.created_times(self._keys(namespace), ids)))
 
     async def find_by_hash(self, namespace: str, content_hash_: str) -> Memory | None:
         keys = self._keys(namespace)
-        ids = sorted(await self._guard(self._client.smembers(keys.text_hash(content_hash_))))
-        records = await self.get_many(namespace, ids)
-        hits = [m for m in records.values()
-                if m.is_active and m.key is None and content_hash(m.text) == content_hash_]
-        if not hits:
-            return None
-        seqs = await self._seqs(keys, [m.id for m in hits])
-        return min(hits, key=lambda m: seqs.get(m.id, 0))
+        return await self._guard(self._run(reads.find_by_hash(keys, content_hash_)))
 
     async def find_by_key(self, namespace: str, key: str) -> list[Memory]:
-        keys = self._keys(namespace)
-        ids = sorted(await self._guard(self._client.smembers(keys.fact_key(key))))
-        records = [m for m in (await self.get_many(namespace, ids)).values() if m.key == key]
-        seqs = await self._seqs(keys, [m.id for m in records])
-        return sorted(records, key=lambda m: (m.valid_since, seqs.get(m.id, 0)))
+        return await self._guard(self._run(reads.find_by_key(self._keys(namespace), key)))
 
     async def find_by_entity(self, namespace: str, entity: str, limit: int) -> list[Memory]:
         keys = self._keys(namespace)
-        if limit <= 0:
-            return []
-        name = keys.entity(entity)
-        top = await self._guard(self._client.zrevrange(name, 0, int(limit) - 1, withscores=True))
-        if not top:
-            return []
-        last = top[-1][1]
-        ties = await self._guard(self._client.zrangebyscore(name, last, last))
-        ids = list(dict.fromkeys([i for i, _ in top] + list(ties)))
-        active = [m for m in (await self.get_many(namespace, ids)).values() if m.is_active]
-        seqs = await self._seqs(keys, [m.id for m in active])
-        return entity_order([(m, seqs.get(m.id, 0)) for m in active], int(limit))
+        return await self._guard(self._run(reads.find_by_entity(keys, entity, limit)))
 
     async def scan(
         self,
@@ -384,103 +350,27 @@ class AsyncRedisStore:
         tiers: Iterable[Tier] | None = None,
         batch_size: int = 500,
     ) -> AsyncIterator[Memory]:
-        keys = self._keys(namespace)
-        size = _check_batch_size(batch_size)
-        sources, wanted_status = status_sources(keys, statuses)
-        wanted_tier = tier_filter(tiers)
-        if not sources or (wanted_tier is not None and not wanted_tier):
-            return
-        after = 0.0
-        while True:
-            page: list[tuple[float, str]] = []
-            for source in sources:
-                rows = await self._guard(self._client.zrangebyscore(
-                    source, f"({after}", "+inf", start=0, num=size, withscores=True))
-                page.extend((score, member) for member, score in rows)
-            if not page:
-                return
-            page.sort()
-            page = page[:size]
-            ids = [member for _, member in page]
-            records = await self._guard(self._read_records(self._client, keys, ids))
-            for memory_id in ids:
-                m = records.get(memory_id)
-                if m is None:
-                    continue
-                if wanted_status is not None and m.status.value not in wanted_status:
-                    continue
-                if wanted_tier is not None and m.tier.value not in wanted_tier:
-                    continue
+        pages = reads.scan(self._keys(namespace), statuses, tiers, batch_size)
+        after = None if pages is None else 0.0
+        while pages is not None and after is not None:
+            found, after = await self._guard(self._run(pages.page(after)))
+            for m in found:
                 yield m
-            if len(page) < size:
-                return
-            after = page[-1][0]
 
     async def count(self, namespace: str) -> dict[str, int]:
-        keys = self._keys(namespace)
-
-        async def read() -> list[Any]:
-            async with self._client.pipeline(transaction=True) as pipe:
-                for s in Status:
-                    pipe.zcard(keys.status(s.value))
-                for t in Tier:
-                    pipe.zcard(keys.tier(t.value))
-                pipe.hlen(keys.edges)
-                return list(await pipe.execute())
-
-        values = await self._guard(read())
-        counts = empty_counts()
-        names = [f"status:{s.value}" for s in Status] + [f"tier:{t.value}" for t in Tier]
-        counts.update({n: int(v) for n, v in zip(names, values, strict=False)})
-        counts["edges"] = int(values[-1])
-        counts["total"] = sum(counts[f"status:{s.value}"] for s in Status)
-        return counts
+        return await self._guard(self._run(reads.count(self._keys(namespace))))
 
     async def edges(self, namespace: str, ids: Iterable[str]) -> list[Edge]:
-        keys = self._keys(namespace)
-        seen: dict[str, float] = {}
-        for chunk in _chunks(_unique(ids)):
-            flat = await self._guard(self._edges(
-                keys=[keys.edges, *(keys.adjacency(i) for i in chunk)], args=[]))
-            for name, weight in zip(flat[::2], flat[1::2], strict=True):
-                seen[name] = float(weight)
-        return [parse_edge_field(name, w) for name, w in seen.items()]
+        return await self._guard(self._run(reads.edges(self._keys(namespace), ids)))
 
     async def degrees(self, namespace: str, ids: Iterable[str]) -> dict[str, int]:
-        keys = self._keys(namespace)
-        result: dict[str, int] = {}
-        for chunk in _chunks(_unique(ids)):
-            counts = await self._guard(
-                self._degrees(keys=[keys.adjacency(i) for i in chunk], args=[]))
-            result.update({i: int(n) for i, n in zip(chunk, counts, strict=True)})
-        return result
+        return await self._guard(self._run(reads.degrees(self._keys(namespace), ids)))
 
     async def namespaces(self) -> list[str]:
-        """Names from the namespace set that still hold a memory: one pipelined round trip
-        for their sizes, as the sync store; never a SCAN."""
-        names = sorted(await self._guard(self._client.smembers(self._namespaces_key)))
-        if not names:
-            return []
-
-        async def read() -> list[int]:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for ns in names:
-                    pipe.zcard(self._keys(ns).all)
-                return [int(n) for n in await pipe.execute()]
-
-        sizes = await self._guard(read())
-        return [ns for ns, n in zip(names, sizes, strict=True) if n > 0]
+        return await self._guard(self._run(reads.namespaces(self._prefix, self._namespaces_key)))
 
     async def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
-        keys = self._keys(namespace)
-        terms = query_terms(query)
-        if not terms or k <= 0:
-            return []
-        flat = await self._guard(self._bm25(
-            keys=[keys.stats, keys.doclen, keys.all, *(keys.term(t) for t in terms)],
-            args=[int(k), *(repr(x) for x in BM25_ARGS)],
-        ))
-        return [LexicalHit(i, float(s)) for i, s in zip(flat[::2], flat[1::2], strict=True)]
+        return await self._guard(self._run(reads.search(self._keys(namespace), query, k)))
 
     # --- meta, journal, lock --------------------------------------------------------------
 

@@ -10,6 +10,9 @@ Why it looks the way it does:
   recomputed. Records, secondary indexes (status, tier, text hash, fact key, entity, scan
   order), lexical postings and edges change in the same EXEC, so they never disagree, and
   `touch` never loses a count. A compare-and-set that loses raises `ConflictError`.
+- Reads are written once, as request/reply generators in `redis_reads`, and driven here
+  (blocking) and in `redis_async` (awaited): both stores read alike, round trip for round
+  trip.
 - Any Redis failure (down, timeout, out of memory, a cluster failover) raises
   `BackendUnavailable`; MULTI/EXEC means a write interrupted by it applied nothing.
 - Lexical search is BM25 over postings kept in Redis, scored in Python (`redis_lexical`
@@ -36,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from reverie.core.clock import utc
 from reverie.core.codec import memory_to_dict
@@ -50,7 +53,6 @@ from reverie.core.errors import (
 from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
 from reverie.core.ports import LexicalHit, WriteBatch
 from reverie.core.scoring import reinforce
-from reverie.core.text import content_hash, query_terms
 
 try:
     import redis
@@ -58,8 +60,9 @@ try:
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingExtra("The Redis store (reverie.integrations.redis_store)", "redis") from e
 
+from . import redis_reads as reads
 from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
-from .redis_lexical import BM25_ARGS, BM25_SCRIPT
+from .redis_lexical import BM25_SCRIPT
 from .redis_plan import (
     CheckedBatch,
     Command,
@@ -67,21 +70,20 @@ from .redis_plan import (
     check_batch,
     dumps,
     edge_field,
-    load_created_at,
     load_journal_entry,
-    load_memory,
     parse_doc,
-    parse_edge_field,
     plan_commit,
     plan_delete,
     plan_drop_namespace,
 )
+from .redis_reads import Lua, Pipelined, Request, Steps
+from .redis_reads import chunks as _chunks
+from .redis_reads import unique as _unique
 
 __all__ = ["RedisStore", "client_from_url", "is_redis_url"]
 
 T = TypeVar("T")
 
-_CHUNK = 500  # ids per MGET / ZMSCORE, so one reply stays small
 _CONNECT_TIMEOUT_S = 5.0
 _SOCKET_TIMEOUT_S = 30.0
 # Optimistic writes retry while others win the race; each round has a winner, so this only
@@ -177,17 +179,6 @@ def _safe(url: str) -> str:
     return url
 
 
-def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _unique(ids: Iterable[str]) -> list[str]:
-    if isinstance(ids, str):  # a lone id would otherwise be iterated character by character
-        raise InvalidInput("pass a list of ids, not a single string")
-    return list(dict.fromkeys(ids))
-
-
 def _check_ttl(ttl_seconds: float) -> float:
     if (
         isinstance(ttl_seconds, bool)
@@ -205,12 +196,6 @@ def _check_window(window: int) -> int:
     return window
 
 
-def _check_batch_size(batch_size: int) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInput(f"batch_size must be a positive int, got {batch_size!r}")
-    return batch_size
-
-
 def lock_busy(ns: str, value: str, now_ms: int) -> LockBusy:
     expires, _, holder = value.split("|", 2)
     until_ms = int(expires)
@@ -223,32 +208,6 @@ def lock_busy(ns: str, value: str, now_ms: int) -> LockBusy:
 
 def holder_name() -> str:
     return f"{socket.gethostname()} pid {os.getpid()} thread {threading.get_ident()}"
-
-
-def status_sources(
-    keys: NamespaceKeys, statuses: Iterable[Status] | None
-) -> tuple[list[str], set[str] | None]:
-    """The zsets a scan walks (one per wanted status, else the whole order)."""
-    if statuses is None:
-        return [keys.all], None
-    wanted = sorted({Status(s).value for s in statuses})
-    return [keys.status(s) for s in wanted], set(wanted)
-
-
-def tier_filter(tiers: Iterable[Tier] | None) -> set[str] | None:
-    return None if tiers is None else {Tier(t).value for t in tiers}
-
-
-def entity_order(found: Sequence[tuple[Memory, int]], limit: int) -> list[Memory]:
-    """Newest first; equal creation times by insertion order, newest first (as SQLite)."""
-    ranked = sorted(found, key=lambda p: (p[0].created_at, p[1]), reverse=True)
-    return [m for m, _ in ranked[:limit]]
-
-
-def empty_counts() -> dict[str, int]:
-    counts = {f"status:{s.value}": 0 for s in Status}
-    counts.update({f"tier:{t.value}": 0 for t in Tier})
-    return counts
 
 
 class RedisStore:
@@ -271,6 +230,7 @@ class RedisStore:
         self._degrees = client.register_script(_DEGREES)
         self._edges = client.register_script(_EDGES)
         self._bm25 = client.register_script(BM25_SCRIPT)
+        self._scripts = {"edges": self._edges, "degrees": self._degrees, "bm25": self._bm25}
         self._guard(client.ping)
 
     @classmethod
@@ -336,18 +296,32 @@ class RedisStore:
                 )
             time.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
 
+    def _run(self, steps: Steps[T], conn: Any = None) -> T:
+        """Drive a shared read (`redis_reads`) on `conn` (the client, or a pipeline under
+        WATCH), blocking on each request."""
+        reply: Any = None
+        while True:
+            try:
+                request = steps.send(reply)
+            except StopIteration as done:
+                return cast(T, done.value)
+            reply = self._ask(self._client if conn is None else conn, request)
+
+    def _ask(self, conn: Any, request: Request) -> Any:
+        if isinstance(request, Lua):
+            return self._scripts[request.script](request.keys, request.args)
+        if isinstance(request, Pipelined):
+            with conn.pipeline(transaction=request.atomic) as pipe:
+                for method, *args in request.calls:
+                    getattr(pipe, method)(*args)
+                return pipe.execute()
+        method, *args = request
+        return getattr(conn, method)(*args)
+
     def _read_records(
         self, pipe: Any, keys: NamespaceKeys, ids: Sequence[str]
     ) -> dict[str, Memory]:
-        found: dict[str, Memory] = {}
-        for chunk in _chunks(ids):
-            names = [keys.record(i) for i in chunk]
-            for memory_id, name, raw in zip(
-                chunk, names, pipe.execute_command("MGET", *names), strict=True
-            ):
-                if raw is not None:
-                    found[memory_id] = load_memory(raw, name)
-        return found
+        return self._run(reads.records(keys, ids), pipe)
 
     # --- RecordStore: writes --------------------------------------------------------------
 
@@ -479,77 +453,26 @@ class RedisStore:
     # --- RecordStore: reads ---------------------------------------------------------------
 
     def get(self, namespace: str, memory_id: str) -> Memory | None:
-        keys = self._keys(namespace)
-        name = keys.record(memory_id)
-        raw = self._guard(self._client.get, name)
-        return None if raw is None else load_memory(raw, name)
+        return self._guard(self._run, reads.get(self._keys(namespace), memory_id))
 
     def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
-        keys = self._keys(namespace)
-        wanted = _unique(ids)
-        found = self._guard(self._read_records, self._client, keys, wanted)
-        return {i: found[i] for i in wanted if i in found}  # in the caller's order
+        return self._guard(self._run, reads.get_many(self._keys(namespace), ids))
 
     def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
         """When each memory was created: one MGET per chunk, reading only `created_at` from
         each record (no Memory is built). Not part of the RecordStore port: recall uses it,
         where a store has it, to place candidates in time for conversation context."""
-        keys = self._keys(namespace)
-        wanted = _unique(ids)
-        out: dict[str, datetime] = {}
-        for chunk in _chunks(wanted):
-            names = [keys.record(i) for i in chunk]
-            raws = self._guard(self._client.execute_command, "MGET", *names)
-            for memory_id, name, raw in zip(chunk, names, raws, strict=True):
-                if raw is not None:
-                    out[memory_id] = load_created_at(raw, name)
-        return out
+        return self._guard(self._run, reads.created_times(self._keys(namespace), ids))
 
     def find_by_hash(self, namespace: str, content_hash_: str) -> Memory | None:
-        keys = self._keys(namespace)
-        ids = sorted(self._guard(self._client.smembers, keys.text_hash(content_hash_)))
-        if not ids:
-            return None
-        records = self.get_many(namespace, ids)
-        hits = [
-            m for m in records.values()
-            if m.is_active and m.key is None and content_hash(m.text) == content_hash_
-        ]
-        if not hits:
-            return None
-        seqs = self._seqs(keys, [m.id for m in hits])
-        return min(hits, key=lambda m: seqs.get(m.id, 0))
-
-    def _seqs(self, keys: NamespaceKeys, ids: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for chunk in _chunks(list(ids)):
-            scores = self._guard(self._client.zmscore, keys.all, list(chunk))
-            out.update({i: int(s) for i, s in zip(chunk, scores, strict=True) if s is not None})
-        return out
+        return self._guard(self._run, reads.find_by_hash(self._keys(namespace), content_hash_))
 
     def find_by_key(self, namespace: str, key: str) -> list[Memory]:
-        keys = self._keys(namespace)
-        ids = sorted(self._guard(self._client.smembers, keys.fact_key(key)))
-        records = [m for m in self.get_many(namespace, ids).values() if m.key == key]
-        seqs = self._seqs(keys, [m.id for m in records])
-        return sorted(records, key=lambda m: (m.valid_since, seqs.get(m.id, 0)))
+        return self._guard(self._run, reads.find_by_key(self._keys(namespace), key))
 
     def find_by_entity(self, namespace: str, entity: str, limit: int) -> list[Memory]:
         keys = self._keys(namespace)
-        if limit <= 0:
-            return []
-        name = keys.entity(entity)
-        top = self._guard(self._client.zrevrange, name, 0, int(limit) - 1, True)
-        if not top:
-            return []
-        # Members tied with the last score may sort either way by name; take them all.
-        last = top[-1][1]
-        ties = self._guard(self._client.zrangebyscore, name, last, last)
-        ids = list(dict.fromkeys([i for i, _ in top] + list(ties)))
-        records = self.get_many(namespace, ids)
-        active = [m for m in records.values() if m.is_active]
-        seqs = self._seqs(keys, [m.id for m in active])
-        return entity_order([(m, seqs.get(m.id, 0)) for m in active], int(limit))
+        return self._guard(self._run, reads.find_by_entity(keys, entity, limit))
 
     def scan(
         self,
@@ -560,112 +483,32 @@ class RedisStore:
         batch_size: int = 500,
     ) -> Iterator[Memory]:
         """Pages in insertion order (seq), merged over the wanted status sets."""
-        keys = self._keys(namespace)
-        size = _check_batch_size(batch_size)
-        sources, wanted_status = status_sources(keys, statuses)
-        wanted_tier = tier_filter(tiers)
-        if not sources or (wanted_tier is not None and not wanted_tier):
-            return
-        after = 0.0
-        while True:
-            page: list[tuple[float, str]] = []
-            for source in sources:
-                page.extend(
-                    (score, member)
-                    for member, score in self._guard(
-                        self._client.zrangebyscore, source, f"({after}", "+inf", 0, size, True
-                    )
-                )
-            if not page:
-                return
-            page.sort()
-            page = page[:size]
-            ids = [member for _, member in page]
-            records = self._guard(self._read_records, self._client, keys, ids)
-            for memory_id in ids:
-                m = records.get(memory_id)
-                if m is None:
-                    continue
-                if wanted_status is not None and m.status.value not in wanted_status:
-                    continue
-                if wanted_tier is not None and m.tier.value not in wanted_tier:
-                    continue
-                yield m
-            if len(page) < size:
-                return
-            after = page[-1][0]
+        pages = reads.scan(self._keys(namespace), statuses, tiers, batch_size)
+        after = None if pages is None else 0.0
+        while pages is not None and after is not None:
+            found, after = self._guard(self._run, pages.page(after))
+            yield from found
 
     def count(self, namespace: str) -> dict[str, int]:
-        keys = self._keys(namespace)
-
-        def read() -> list[Any]:
-            with self._client.pipeline(transaction=True) as pipe:
-                for s in Status:
-                    pipe.zcard(keys.status(s.value))
-                for t in Tier:
-                    pipe.zcard(keys.tier(t.value))
-                pipe.hlen(keys.edges)
-                return list(pipe.execute())
-
-        values = self._guard(read)
-        counts = empty_counts()
-        names = [f"status:{s.value}" for s in Status] + [f"tier:{t.value}" for t in Tier]
-        counts.update({n: int(v) for n, v in zip(names, values, strict=False)})
-        counts["edges"] = int(values[-1])
-        counts["total"] = sum(counts[f"status:{s.value}"] for s in Status)
-        return counts
+        return self._guard(self._run, reads.count(self._keys(namespace)))
 
     def edges(self, namespace: str, ids: Iterable[str]) -> list[Edge]:
-        keys = self._keys(namespace)
-        wanted = _unique(ids)
-        seen: dict[str, float] = {}
-        for chunk in _chunks(wanted):
-            flat = self._guard(
-                self._edges, [keys.edges, *(keys.adjacency(i) for i in chunk)], []
-            )
-            for name, weight in zip(flat[::2], flat[1::2], strict=True):
-                seen[name] = float(weight)
-        return [parse_edge_field(name, w) for name, w in seen.items()]
+        return self._guard(self._run, reads.edges(self._keys(namespace), ids))
 
     def degrees(self, namespace: str, ids: Iterable[str]) -> dict[str, int]:
         """Edges in plus out, for every requested id (0 when it has none)."""
-        keys = self._keys(namespace)
-        wanted = _unique(ids)
-        result: dict[str, int] = {}
-        for chunk in _chunks(wanted):
-            counts = self._guard(self._degrees, [keys.adjacency(i) for i in chunk], [])
-            result.update({i: int(n) for i, n in zip(chunk, counts, strict=True)})
-        return result
+        return self._guard(self._run, reads.degrees(self._keys(namespace), ids))
 
     def namespaces(self) -> list[str]:
         """Names from the namespace set, those that still hold a memory; never a SCAN."""
-        names = sorted(self._guard(self._client.smembers, self._namespaces_key))
-        if not names:
-            return []
-
-        def read() -> list[int]:
-            with self._client.pipeline(transaction=False) as pipe:
-                for ns in names:
-                    pipe.zcard(self._keys(ns).all)
-                return [int(n) for n in pipe.execute()]
-
-        return [ns for ns, n in zip(names, self._guard(read), strict=True) if n > 0]
+        return self._guard(self._run, reads.namespaces(self._prefix, self._namespaces_key))
 
     # --- LexicalIndex ---------------------------------------------------------------------
 
     def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
         """BM25 over the namespace's active texts (postings hold nothing else), scored by
         a Lua script beside the postings (`redis_lexical` says why)."""
-        keys = self._keys(namespace)
-        terms = query_terms(query)
-        if not terms or k <= 0:
-            return []
-        flat = self._guard(
-            self._bm25,
-            [keys.stats, keys.doclen, keys.all, *(keys.term(t) for t in terms)],
-            [int(k), *(repr(x) for x in BM25_ARGS)],
-        )
-        return [LexicalHit(i, float(s)) for i, s in zip(flat[::2], flat[1::2], strict=True)]
+        return self._guard(self._run, reads.search(self._keys(namespace), query, k))
 
     # --- meta, journal, lock --------------------------------------------------------------
 
