@@ -109,22 +109,26 @@ def conversation_context(
     f, window = policy.context_weight, policy.context_window_seconds * 1e6
     if f <= 0:
         return dict(candidates)
-    # Seeds in time order (whole microseconds, exact), so each candidate finds the seeds
-    # within its window by bisection; their relevances are summed in seed order.
-    anchors = sorted(
-        (_micros(times[s.id]), n, s.id, s.relevance) for n, s in enumerate(seeds) if s.id in times
-    )
+    # Seeds in time order (whole microseconds, exact), with running sums of relevance: the
+    # seeds within a candidate's window are a contiguous run found by bisection, so each
+    # candidate costs O(log seeds) even when every memory was observed at once (an import).
+    anchors = sorted((_micros(times[s.id]), s.id, s.relevance) for s in seeds if s.id in times)
     keys = [a[0] for a in anchors]
+    running = [0.0]
+    for _, _, rel in anchors:
+        running.append(running[-1] + rel)
+    own = {sid: (t, rel) for t, sid, rel in anchors}
     out: dict[str, Candidate] = {}
     for cid, cand in candidates.items():
         at = times.get(cid)
         lent = 0.0
         if at is not None and anchors:
             us = _micros(at)
-            near = anchors[bisect_left(keys, us - window) : bisect_right(keys, us + window)]
-            if near:
-                lent = f * sum(rel for _, _, sid, rel in sorted(near, key=_seed_order)
-                               if sid != cid)
+            lo, hi = bisect_left(keys, us - window), bisect_right(keys, us + window)
+            total = running[hi] - running[lo]
+            if cid in own:  # a seed lends nothing to itself
+                total -= own[cid][1]
+            lent = f * total if total > 1e-12 else 0.0
         out[cid] = (
             Candidate(cid, cand.dense, cand.lexical, cand.relevance + lent, cand.hops,
                       cand.via, lent)
@@ -151,10 +155,6 @@ _MICROSECOND = timedelta(microseconds=1)
 
 def _micros(t: datetime) -> int:
     return (t - _EPOCH) // _MICROSECOND
-
-
-def _seed_order(anchor: tuple[int, int, str, float]) -> int:
-    return anchor[1]
 
 
 def best_possible(relevance: float, policy: Policy) -> float:

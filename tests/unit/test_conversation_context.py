@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reverie.core import Policy
 from reverie.core.models import Memory
@@ -77,3 +79,29 @@ def test_the_reply_to_a_matching_question_is_recalled() -> None:
     assert answer in top
     answer, top = _pottery_chat(Policy(context_weight=0.0))  # the same chat without context
     assert answer not in top
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.tuples(st.integers(0, 400), st.floats(0, 1)), min_size=1, max_size=30),
+    st.integers(1, 10),
+    st.sampled_from([0.0, 1.0, 60.0, 120.0]),
+)
+def test_context_equals_the_definition(
+    items: list[tuple[int, float]], n_seeds: int, window: float
+) -> None:
+    """Every candidate gains weight x the summed relevance of the other seeds observed
+    within the window (checked against the definition, pair by pair, including many
+    memories observed in the same second, as after an import)."""
+    p = Policy(context_weight=0.1, context_window_seconds=window, context_seeds=n_seeds)
+    cands = {f"m{i}": Candidate(f"m{i}", 0.0, 0.0, rel) for i, (_, rel) in enumerate(items)}
+    times = {f"m{i}": T0 + timedelta(seconds=s) for i, (s, _) in enumerate(items)}
+    seeds = sorted(cands.values(), key=lambda c: -c.relevance)[:n_seeds]
+    out = conversation_context(cands, seeds, times, p)
+    for cid, cand in cands.items():
+        lent = 0.1 * sum(
+            s.relevance for s in seeds
+            if s.id != cid and abs((times[s.id] - times[cid]).total_seconds()) <= window
+        )
+        assert out[cid].context == pytest.approx(lent, abs=1e-9)
+        assert out[cid].relevance == pytest.approx(cand.relevance + lent, abs=1e-9)
