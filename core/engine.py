@@ -274,6 +274,7 @@ class MemoryEngine:
         restatus: Sequence[tuple[str, Mapping[str, str | int | float | bool]]],
     ) -> None:
         if new:
+            self._keep_embeddings(namespace, {it.id: it.vector for it in new})
             self.vectors.upsert(namespace, new)
         if restatus:
             self.vectors.set_metadata(namespace, [i for i, _ in restatus], [m for _, m in restatus])
@@ -338,15 +339,15 @@ class MemoryEngine:
         here does not undo the write: it is logged and flagged for `repair()`.
         `behind` (observe) queues the write for the index writer when
         `policy.index_async`, so the caller does not wait for the vector index."""
-        if new:
-            self._keep_embeddings(namespace, {m.id: v for m, v in new})
-        if behind and self.policy.index_async:
+        if behind and self.policy.index_async:  # the writer keeps the embeddings too
             self._indexer.submit(
                 namespace,
                 [VectorItem(m.id, v, _vector_meta(m)) for m, v in new],
                 [(m.id, _vector_meta(m)) for m in restatus],
             )
             return
+        if new:
+            self._keep_embeddings(namespace, {m.id: v for m, v in new})
         try:
             if new:
                 self.vectors.upsert(

@@ -31,6 +31,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppres
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 from reverie.core.clock import utc
 from reverie.core.codec import memory_to_dict
 from reverie.core.errors import BackendUnavailable, InvalidInput, MissingExtra, ReverieError
@@ -105,7 +107,10 @@ class AsyncRedisStore:
         self._degrees = client.register_script(_DEGREES)
         self._edges = client.register_script(_EDGES)
         self._bm25 = client.register_script(BM25_SCRIPT)
-        self._scripts = {"edges": self._edges, "degrees": self._degrees, "bm25": self._bm25}
+        self._scripts = {
+            "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
+            "keep": client.register_script(reads.KEEP_SCRIPT),
+        }
 
     @classmethod
     async def open(
@@ -325,6 +330,14 @@ class AsyncRedisStore:
 
     async def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
         return await self._guard(self._run(reads.get_many(self._keys(namespace), ids)))
+
+    async def put_embeddings(self, namespace: str, items: Mapping[str, Any]) -> int:
+        """See `RedisStore.put_embeddings`."""
+        return await self._guard(self._run(reads.put_embeddings(self._keys(namespace), items)))
+
+    async def embeddings(self, namespace: str, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """See `RedisStore.embeddings`."""
+        return await self._guard(self._run(reads.embeddings(self._keys(namespace), ids)))
 
     async def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
         """When each memory was created, reading only `created_at` (one MGET per chunk);

@@ -25,6 +25,8 @@ key (after the prefix)       type     holds
 {ns}:lex:len                 hash     id -> document length in terms
 {ns}:lex:doc                 hash     id -> JSON list of the document's distinct terms
 {ns}:lex:stats               hash     docs, terms (document count and total length)
+{ns}:emb                     hash     id -> base64 float32 embedding (kept_vectors), for
+                                      recall's lexical-only candidates; deleted with the record
 {ns}:journal                 hash     consolidation fingerprint -> JSON entry
 {ns}:lock                    string   "<expires ms>|<token>|<holder>" with a PX expiry
 {ns}:keys                    set      every per-item key above (hash:, key:, ent:, adj:,
@@ -64,8 +66,8 @@ class NamespaceKeys:
     """Key names of one namespace; every one carries the namespace hash tag."""
 
     __slots__ = (
-        "adj_prefix", "all", "base", "doc", "doclen", "edges", "journal", "lock", "registry",
-        "seq", "stats",
+        "adj_prefix", "all", "base", "doc", "doclen", "edges", "emb", "journal", "lock",
+        "registry", "seq", "stats",
     )
 
     def __init__(self, prefix: str, namespace: str) -> None:
@@ -78,6 +80,7 @@ class NamespaceKeys:
         self.doclen = self.base + "lex:len"
         self.doc = self.base + "lex:doc"
         self.stats = self.base + "lex:stats"
+        self.emb = self.base + "emb"
         self.journal = self.base + "journal"
         self.lock = self.base + "lock"
         self.registry = self.base + "keys"

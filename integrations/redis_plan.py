@@ -317,6 +317,7 @@ def plan_delete(
     terms_delta = 0
     for memory_id, m in records.items():
         cmds.append(("DEL", keys.record(memory_id)))
+        cmds.append(("HDEL", keys.emb, memory_id))
         cmds.append(("ZREM", keys.all, memory_id))
         cmds.append(("ZREM", keys.status(m.status.value), memory_id))
         if m.is_active:
@@ -359,7 +360,7 @@ def plan_drop_namespace(
     keys, the per-item keys its registry lists and the records of `ids` (read under
     WATCH of `all` and the registry, so a concurrent writer forces a re-read)."""
     names = [keys.seq, keys.all, keys.edges, keys.doclen, keys.doc, keys.stats,
-             keys.journal, keys.registry]
+             keys.emb, keys.journal, keys.registry]
     names += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
     names += sorted(registry) + [keys.record(i) for i in ids]
     return [("DEL", *names[i : i + _DEL_CHUNK]) for i in range(0, len(names), _DEL_CHUNK)]

@@ -11,16 +11,20 @@ clients share their command methods and reply parsing, so a request names the me
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+import base64
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
+
+import numpy as np
 
 from reverie.core.errors import InvalidInput
 from reverie.core.models import Edge, Memory, Status, Tier
 from reverie.core.ports import LexicalHit
 from reverie.core.text import content_hash, query_terms
 
+from .kept_vectors import from_bytes, to_bytes
 from .redis_keys import NamespaceKeys
 from .redis_lexical import BM25_ARGS
 from .redis_plan import load_created_at, load_memory, parse_edge_field
@@ -259,6 +263,46 @@ def namespaces(prefix: str, names_key: str) -> Steps[list[str]]:
     calls = tuple(("zcard", NamespaceKeys(prefix, ns).all) for ns in names)
     sizes = yield Pipelined(calls, atomic=False)
     return [ns for ns, n in zip(names, sizes, strict=True) if int(n) > 0]
+
+
+# Keep each embedding only while its record exists (checked beside the write, atomically),
+# so a memory deleted meanwhile leaves no vector behind. KEYS: the embedding hash, then
+# one record key per id; ARGV: id, base64 vector, id, base64 vector, ...
+KEEP_SCRIPT = """
+local n = 0
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('HSET', KEYS[1], ARGV[2 * i - 3], ARGV[2 * i - 2])
+    n = n + 1
+  end
+end
+return n
+"""
+
+
+def put_embeddings(keys: NamespaceKeys, items: Mapping[str, Any]) -> Steps[int]:
+    """Keep embeddings beside the records (see SQLiteStore.put_embeddings): every vector is
+    checked before anything is sent. Returns how many records took one."""
+    encoded = [(i, base64.b64encode(to_bytes(i, v)).decode("ascii")) for i, v in items.items()]
+    kept = 0
+    for start in range(0, len(encoded), CHUNK):
+        part = encoded[start : start + CHUNK]
+        kept += int((yield Lua(
+            "keep", [keys.emb, *(keys.record(i) for i, _ in part)],
+            [x for pair in part for x in pair],
+        )))
+    return kept
+
+
+def embeddings(keys: NamespaceKeys, ids: Iterable[str]) -> Steps[dict[str, np.ndarray]]:
+    """The embeddings kept beside the records (ids without one are absent)."""
+    out: dict[str, np.ndarray] = {}
+    for part in chunks(unique(ids)):
+        values = yield ("hmget", keys.emb, list(part))
+        for memory_id, raw in zip(part, values, strict=True):
+            if raw is not None:
+                out[memory_id] = from_bytes(base64.b64decode(raw))
+    return out
 
 
 def search(keys: NamespaceKeys, query: str, k: int) -> Steps[list[LexicalHit]]:

@@ -41,6 +41,8 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 from reverie.core.clock import utc
 from reverie.core.codec import memory_to_dict
 from reverie.core.errors import (
@@ -230,7 +232,10 @@ class RedisStore:
         self._degrees = client.register_script(_DEGREES)
         self._edges = client.register_script(_EDGES)
         self._bm25 = client.register_script(BM25_SCRIPT)
-        self._scripts = {"edges": self._edges, "degrees": self._degrees, "bm25": self._bm25}
+        self._scripts = {
+            "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
+            "keep": client.register_script(reads.KEEP_SCRIPT),
+        }
         self._guard(client.ping)
 
     @classmethod
@@ -457,6 +462,16 @@ class RedisStore:
 
     def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
         return self._guard(self._run, reads.get_many(self._keys(namespace), ids))
+
+    def put_embeddings(self, namespace: str, items: Mapping[str, Any]) -> int:
+        """Keep embeddings beside the records (an optional capability, as on SQLite):
+        recall then scores lexical-only candidates without asking the vector server. Ids
+        without a record are skipped atomically; deleting a record deletes its vector."""
+        return self._guard(self._run, reads.put_embeddings(self._keys(namespace), items))
+
+    def embeddings(self, namespace: str, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The embeddings kept beside the records (one HMGET per chunk)."""
+        return self._guard(self._run, reads.embeddings(self._keys(namespace), ids))
 
     def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
         """When each memory was created: one MGET per chunk, reading only `created_at` from

@@ -55,6 +55,7 @@ from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash, lexical_terms, query_terms
 
 from .bm25_mirror import Bm25Mirror
+from .kept_vectors import from_bytes, to_bytes
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -841,14 +842,7 @@ class SQLiteStore:
         many rows took a vector. Not part of the RecordStore port: an optional capability
         the engine uses where a store has it (see `embeddings`)."""
         ns = validate_namespace(namespace)
-        rows: list[tuple[bytes, str, str]] = []
-        for memory_id, vector in items.items():
-            v = np.asarray(vector, dtype=np.float32)
-            if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
-                raise InvalidInput(
-                    f"embedding of {memory_id!r} must be a non-empty finite 1-D vector"
-                )
-            rows.append((v.astype("<f4").tobytes(), ns, memory_id))
+        rows = [(to_bytes(i, v), ns, i) for i, v in items.items()]  # all checked first
         if not rows:
             return 0
         with self._write() as conn:
@@ -871,7 +865,7 @@ class SQLiteStore:
                     f"AND id IN ({_marks(len(chunk))}) AND embedding IS NOT NULL",
                     (ns, *chunk),
                 ):
-                    out[memory_id] = np.frombuffer(blob, dtype="<f4")
+                    out[memory_id] = from_bytes(blob)
         return out
 
     def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ def _db(engine: Any) -> Path:
 def test_observed_vectors_are_kept_and_equal_the_indexed_ones(tmp_path: Path) -> None:
     e = open_engine(tmp_path / "h", clock=ManualClock(T0))
     ids = [e.observe(t).id for t in TEXTS]
+    e.flush()  # observe writes vectors behind the caller; read the store directly after
     kept = e.store.embeddings("default", ids)
     indexed = e.vectors.stored_vectors("default", ids)
     assert sorted(kept) == sorted(ids)
@@ -58,8 +60,19 @@ def test_observed_vectors_are_kept_and_equal_the_indexed_ones(tmp_path: Path) ->
     e.close()
 
 
-def test_lexical_only_candidates_are_scored_from_kept_vectors(tmp_path: Path) -> None:
-    e = open_engine(tmp_path / "h", clock=ManualClock(T0))
+@pytest.mark.parametrize("tier", ["embedded", "shared"])
+def test_lexical_only_candidates_are_scored_from_kept_vectors(
+    tier: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """On SQLite + embedded Chroma and on Redis + a Chroma server alike."""
+    if tier == "embedded":
+        e = open_engine(tmp_path / "h", clock=ManualClock(T0))
+    else:
+        e = open_engine(
+            tmp_path / "h", store=str(request.getfixturevalue("redis_url")),
+            vectors=str(request.getfixturevalue("chroma_server_url")), clock=ManualClock(T0),
+            namespace=f"t-{uuid.uuid4().hex[:10]}",
+        )
     for t in TEXTS:
         e.observe(t)
     asked: list[list[str]] = []
@@ -81,6 +94,7 @@ def test_lexical_only_candidates_are_scored_from_kept_vectors(tmp_path: Path) ->
     for h, d in zip(hits, docs, strict=True):
         cos = float(d @ q[0] / (np.linalg.norm(d) * np.linalg.norm(q[0])))
         assert h.explanation.dense == pytest.approx(max(0.0, cos), abs=1e-5)
+    e.forget_namespace(e.default_namespace)
     e.close()
 
 
@@ -130,6 +144,7 @@ def test_forget_erases_the_kept_vector_from_the_file(tmp_path: Path) -> None:
     e = open_engine(home, clock=ManualClock(T0))
     m = e.observe("user: my card PIN is 9931")
     e.observe("the car needs new tyres")
+    e.flush()
     blob = e.store.embeddings("default", [m.id])[m.id].astype("<f4").tobytes()
     e.forget(m.id)
     assert e.store.embeddings("default", [m.id]) == {}
