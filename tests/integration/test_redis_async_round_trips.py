@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import redis
 import redis.asyncio as aioredis
@@ -69,6 +70,9 @@ class Trips:
         return Counting
 
 
+VECTOR = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+
+
 def seed(store: Any, ns: str) -> None:
     mems = [
         make_memory(id=f"m{i}", namespace=ns, text=f"maya paints watercolours number {i}",
@@ -89,6 +93,8 @@ OPERATIONS: list[tuple[str, Callable[[Any, str], Any]]] = [
     ("get", lambda s, ns: s.get(ns, "m3")),
     ("get_many", lambda s, ns: s.get_many(ns, ["m1", "m2", "nope"])),
     ("created_times", lambda s, ns: s.created_times(ns, ["m1", "m2", "nope"])),
+    ("put_embeddings", lambda s, ns: s.put_embeddings(ns, {"m1": VECTOR, "nope": VECTOR})),
+    ("embeddings", lambda s, ns: s.embeddings(ns, ["m1", "m2", "nope"])),
     ("find_by_hash", lambda s, ns: s.find_by_hash(ns, "0" * 64)),
     ("find_by_key", lambda s, ns: s.find_by_key(ns, "maya|lives in")),
     ("find_by_entity", lambda s, ns: s.find_by_entity(ns, "maya", 5)),
@@ -161,3 +167,28 @@ def test_every_operation_costs_the_same_round_trips_and_commands(server_url: str
     assert sync_costs["get"] == (1, {"get": 1})  # one GET, one round trip
     for name, _ in OPERATIONS:
         assert async_costs[name] == sync_costs[name], name
+
+
+def test_every_sync_operation_has_an_async_twin_with_the_same_parameters() -> None:
+    """A RedisStore operation added without its AsyncRedisStore twin fails here; only the
+    lifecycle is named the asyncio way (open for from_url, aclose for close)."""
+    import inspect
+
+    from reverie.integrations.redis_async import AsyncRedisStore
+
+    renamed = {"from_url": "open", "close": "aclose"}
+    public = [n for n in dir(RedisStore) if not n.startswith("_")]
+    assert {renamed.get(n, n) for n in public} == {
+        n for n in dir(AsyncRedisStore) if not n.startswith("_")
+    }
+    for name in public:
+        sync_op = getattr(RedisStore, name)
+        async_op = getattr(AsyncRedisStore, renamed.get(name, name))
+        if isinstance(sync_op, property) or not callable(sync_op):
+            continue
+        assert list(inspect.signature(sync_op).parameters) == list(
+            inspect.signature(async_op).parameters
+        ), name
+        if name not in ("lock", "scan"):  # an async context manager, an async iterator
+            assert inspect.iscoroutinefunction(async_op), name
+    assert inspect.isasyncgenfunction(AsyncRedisStore.scan)
