@@ -5,8 +5,6 @@ through its blocking face)."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -16,28 +14,11 @@ import redis
 from reverie.core.errors import StoreCorrupt
 from reverie.core.ports import WriteBatch
 from reverie.integrations.redis_keys import NamespaceKeys
-from reverie.integrations.redis_store import RedisStore
-from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import T0, make_memory
 
 
-@pytest.fixture
-def prefix() -> str:
-    return f"t{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(params=["sync", "async"])
-def store(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Iterator[Any]:
-    opened: Any = (
-        RedisStore.from_url(redis_url, prefix=prefix)
-        if request.param == "sync"
-        else BlockingAsyncStore(redis_url, prefix=prefix)
-    )
-    with opened:
-        yield opened
-
-
-def test_created_times_match_the_records(store: Any) -> None:
+def test_created_times_match_the_records(either_redis_store: Any) -> None:
+    store = either_redis_store
     a = make_memory(id="a", created_at=T0 + timedelta(seconds=30, microseconds=7))
     b = make_memory(id="b", created_at=T0 + timedelta(days=3))
     elsewhere = make_memory(id="a", namespace="other", created_at=T0 + timedelta(days=9))
@@ -52,9 +33,12 @@ def test_created_times_match_the_records(store: Any) -> None:
     assert got == {i: m.created_at for i, m in full.items()}
 
 
-def test_a_damaged_record_is_reported(store: Any, redis_url: str, prefix: str) -> None:
+def test_a_damaged_record_is_reported(
+    either_redis_store: Any, redis_url: str, redis_prefix: str
+) -> None:
+    store = either_redis_store
     store.commit(WriteBatch("ns", (make_memory(id="a"),)))
     with redis.Redis.from_url(redis_url) as raw:  # damage from outside the store
-        raw.set(NamespaceKeys(prefix, "ns").record("a"), "{not json")
+        raw.set(NamespaceKeys(redis_prefix, "ns").record("a"), "{not json")
     with pytest.raises(StoreCorrupt):
         store.created_times("ns", ["a"])

@@ -5,8 +5,6 @@ per namespace, and deleting a namespace deletes its journal."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,42 +13,24 @@ import redis
 from reverie.core.errors import StoreCorrupt
 from reverie.core.ports import WriteBatch
 from reverie.integrations.redis_keys import NamespaceKeys
-from reverie.integrations.redis_store import RedisStore
-from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import make_memory
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"j{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(params=["sync", "async"])
-def store(request: pytest.FixtureRequest, redis_url: str, prefix: str) -> Iterator[Any]:
-    opened: Any = (
-        RedisStore.from_url(redis_url, prefix=prefix)
-        if request.param == "sync"
-        else BlockingAsyncStore(redis_url, prefix=prefix)
-    )
-    with opened:
-        yield opened
-        for ns in opened.namespaces():
-            opened.delete_namespace(ns)
 
 
 @pytest.mark.parametrize("damage", ["{not json", "[1, 2]", '"a string"', "null"])
 def test_a_damaged_entry_is_reported(
-    store: Any, redis_url: str, prefix: str, damage: str
+    either_redis_store: Any, redis_url: str, redis_prefix: str, damage: str
 ) -> None:
+    store = either_redis_store
     store.journal_put("ns", "fp", {"step": "planned"})
     with redis.Redis.from_url(redis_url) as raw:  # damage from outside the store
-        raw.hset(NamespaceKeys(prefix, "ns").journal, "fp", damage)
+        raw.hset(NamespaceKeys(redis_prefix, "ns").journal, "fp", damage)
     with pytest.raises(StoreCorrupt):
         store.journal_get("ns", "fp")
     assert store.journal_get("ns", "other-fp") is None
 
 
-def test_journals_are_per_namespace_and_go_with_it(store: Any) -> None:
+def test_journals_are_per_namespace_and_go_with_it(either_redis_store: Any) -> None:
+    store = either_redis_store
     store.commit(WriteBatch("a", (make_memory(id="m", namespace="a"),)))
     store.commit(WriteBatch("b", (make_memory(id="m", namespace="b"),)))
     store.journal_put("a", "fp", {"step": "synthesized", "members": ["x", "y"]})
