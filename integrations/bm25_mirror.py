@@ -46,6 +46,7 @@ class Bm25Mirror:
         self._lengths = array("d")
         self._alive = bytearray()
         self._slot_of: dict[int, int] = {}
+        self._seq_of: dict[str, int] = {}
         self._postings: dict[str, tuple[array[int], array[int]]] = {}
         self._docs = 0
         self._total = 0.0
@@ -60,8 +61,9 @@ class Bm25Mirror:
 
     def add(self, seq: int, memory_id: str, document: str) -> None:
         """Index one document (the stored, already tokenised FTS text), replacing any
-        earlier version under the same seq."""
+        earlier version under the same seq or id."""
         self.remove(seq)
+        self.remove_id(memory_id)
         terms = document.split()
         slot = len(self._ids)
         self._ids.append(memory_id)
@@ -69,6 +71,7 @@ class Bm25Mirror:
         self._lengths.append(float(len(terms)))
         self._alive.append(1)
         self._slot_of[seq] = slot
+        self._seq_of[memory_id] = seq
         for term, tf in Counter(terms).items():
             entry = self._postings.get(term)
             if entry is None:
@@ -82,9 +85,17 @@ class Bm25Mirror:
         slot = self._slot_of.pop(seq, None)
         if slot is None:
             return
+        if self._seq_of.get(self._ids[slot]) == seq:
+            del self._seq_of[self._ids[slot]]
         self._alive[slot] = 0
         self._docs -= 1
         self._total -= self._lengths[slot]
+
+    def remove_id(self, memory_id: str) -> None:
+        """Remove by memory id (a store whose log names ids rather than seqs)."""
+        seq = self._seq_of.get(memory_id)
+        if seq is not None:
+            self.remove(seq)
 
     def add_many(self, rows: Iterable[tuple[int, str, str]]) -> None:
         for seq, memory_id, document in rows:

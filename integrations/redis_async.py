@@ -49,6 +49,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from . import redis_reads as reads
 from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
 from .redis_lexical import BM25_SCRIPT
+from .redis_lexical_mirror import MirrorSet, mirrored_search
 from .redis_plan import (
     CheckedBatch,
     Command,
@@ -111,6 +112,7 @@ class AsyncRedisStore:
             "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
             "keep": client.register_script(reads.KEEP_SCRIPT),
         }
+        self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
 
     @classmethod
     async def open(
@@ -298,6 +300,7 @@ class AsyncRedisStore:
             watch = [keys.record(i) for i in chunk] + [keys.adjacency(i) for i in chunk]
             await self._guard(self._transact(watch, body))
             deleted += found[0]
+            self._mirrors.forget(keys.namespace, chunk)
         return deleted
 
     async def delete_namespace(self, namespace: str) -> int:
@@ -316,6 +319,7 @@ class AsyncRedisStore:
             return cmds
 
         await self._guard(self._transact([keys.all, keys.registry], body))
+        self._mirrors.drop(ns)
         if self._cluster:  # the name set is on another slot: unlist, then re-list if a
             # writer re-created the namespace meanwhile
             await self._guard(self._client.srem(self._namespaces_key, ns))
@@ -383,7 +387,14 @@ class AsyncRedisStore:
         return await self._guard(self._run(reads.namespaces(self._prefix, self._namespaces_key)))
 
     async def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
-        return await self._guard(self._run(reads.search(self._keys(namespace), query, k)))
+        """See `RedisStore.search`: this store's own mirrors, the Lua script before a log."""
+        keys = self._keys(namespace)
+        hits = await self._guard(
+            self._run(mirrored_search(self._mirrors, keys, keys.namespace, query, k))
+        )
+        if hits is None:
+            hits = await self._guard(self._run(reads.search(keys, query, k)))
+        return hits
 
     # --- meta, journal, lock --------------------------------------------------------------
 
@@ -433,6 +444,7 @@ class AsyncRedisStore:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def aclose(self) -> None:
+        self._mirrors.clear()
         if not self._closed:
             self._closed = True
             with suppress(RedisError):

@@ -25,6 +25,8 @@ key (after the prefix)       type     holds
 {ns}:lex:len                 hash     id -> document length in terms
 {ns}:lex:doc                 hash     id -> JSON list of the document's distinct terms
 {ns}:lex:stats               hash     docs, terms (document count and total length)
+{ns}:lex:log                 stream   ids whose postings changed, for workers' BM25 mirrors
+                                      (redis_lexical_mirror), capped near LOG_MAX entries
 {ns}:emb                     hash     id -> base64 float32 embedding (kept_vectors), for
                                       recall's lexical-only candidates; deleted with the record
 {ns}:journal                 hash     consolidation fingerprint -> JSON entry
@@ -66,12 +68,13 @@ class NamespaceKeys:
     """Key names of one namespace; every one carries the namespace hash tag."""
 
     __slots__ = (
-        "adj_prefix", "all", "base", "doc", "doclen", "edges", "emb", "journal", "lock",
-        "registry", "seq", "stats",
+        "adj_prefix", "all", "base", "doc", "doclen", "edges", "emb", "journal", "lexlog",
+        "lock", "namespace", "registry", "seq", "stats",
     )
 
     def __init__(self, prefix: str, namespace: str) -> None:
         ns = validate_namespace(namespace)
+        self.namespace = ns
         self.base = f"{prefix}:{{{ns}}}:"
         self.seq = self.base + "seq"
         self.all = self.base + "all"
@@ -80,6 +83,7 @@ class NamespaceKeys:
         self.doclen = self.base + "lex:len"
         self.doc = self.base + "lex:doc"
         self.stats = self.base + "lex:stats"
+        self.lexlog = self.base + "lex:log"
         self.emb = self.base + "emb"
         self.journal = self.base + "journal"
         self.lock = self.base + "lock"

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reverie.core.clock import utc
-from reverie.core.codec import memory_from_dict, memory_to_dict
+from reverie.core.codec import memory_to_dict, stored_memory
 from reverie.core.errors import ConflictError, InvalidInput, StoreCorrupt
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
@@ -51,7 +51,7 @@ def dumps(value: Any, what: str) -> str:
 
 def load_memory(raw: str | bytes, where: str) -> Memory:
     try:
-        return memory_from_dict(json.loads(raw))
+        return stored_memory(json.loads(raw))
     except (ValueError, InvalidInput) as e:
         raise StoreCorrupt(
             f"Redis key {where} holds an unreadable memory record ({e}); reverie did not "
@@ -253,6 +253,7 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
                 cmds.append(("HDEL", k.term(term), memory_id))
             cmds.append(("HDEL", k.doclen, memory_id))
             cmds.append(("HDEL", k.doc, memory_id))
+            cmds.append(log_entry(k, memory_id))
             docs_delta -= 1
             terms_delta -= doc[0]
         if m.is_active and not (was_indexed and same_text):
@@ -263,6 +264,7 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
                 registry.add(key)
             cmds.append(("HSET", k.doclen, memory_id, length))
             cmds.append(("HSET", k.doc, memory_id, dumps([length, sorted(tf)], "terms")))
+            cmds.append(log_entry(k, memory_id))
             docs_delta += 1
             terms_delta += length
 
@@ -295,6 +297,15 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
     if registry:
         cmds.append(("SADD", k.registry, *sorted(registry)))
     return cmds
+
+
+LOG_MAX = 100_000  # lexical change-log entries kept per namespace (approximately)
+
+
+def log_entry(keys: NamespaceKeys, memory_id: str) -> Command:
+    """Appended to a write's MULTI/EXEC when `memory_id`'s postings change: the change log
+    workers' BM25 mirrors replay (integrations/redis_lexical_mirror.py)."""
+    return ("XADD", keys.lexlog, "MAXLEN", "~", str(LOG_MAX), "*", "id", memory_id)
 
 
 def parse_doc(raw: str | None) -> tuple[int, list[str]] | None:
@@ -335,6 +346,7 @@ def plan_delete(
                 cmds.append(("HDEL", keys.term(term), memory_id))
             cmds.append(("HDEL", keys.doclen, memory_id))
             cmds.append(("HDEL", keys.doc, memory_id))
+            cmds.append(log_entry(keys, memory_id))
             docs_delta -= 1
             terms_delta -= length
     # Edges of every requested id (stored or not: an edge may name an id never stored).
@@ -360,7 +372,7 @@ def plan_drop_namespace(
     keys, the per-item keys its registry lists and the records of `ids` (read under
     WATCH of `all` and the registry, so a concurrent writer forces a re-read)."""
     names = [keys.seq, keys.all, keys.edges, keys.doclen, keys.doc, keys.stats,
-             keys.emb, keys.journal, keys.registry]
+             keys.emb, keys.lexlog, keys.journal, keys.registry]
     names += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
     names += sorted(registry) + [keys.record(i) for i in ids]
     return [("DEL", *names[i : i + _DEL_CHUNK]) for i in range(0, len(names), _DEL_CHUNK)]

@@ -65,6 +65,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 from . import redis_reads as reads
 from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
 from .redis_lexical import BM25_SCRIPT
+from .redis_lexical_mirror import MirrorSet, mirrored_search
 from .redis_plan import (
     CheckedBatch,
     Command,
@@ -236,6 +237,7 @@ class RedisStore:
             "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
             "keep": client.register_script(reads.KEEP_SCRIPT),
         }
+        self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
         self._guard(client.ping)
 
     @classmethod
@@ -431,6 +433,7 @@ class RedisStore:
             watch = [keys.record(i) for i in chunk] + [keys.adjacency(i) for i in chunk]
             self._guard(self._transact, watch, body)
             deleted += found[0] if found else 0
+            self._mirrors.forget(keys.namespace, chunk)
         return deleted
 
     def delete_namespace(self, namespace: str) -> int:
@@ -448,6 +451,7 @@ class RedisStore:
         ns = validate_namespace(namespace)
         count: list[int] = [0]
         self._guard(self._transact, [keys.all, keys.registry], body)
+        self._mirrors.drop(ns)
         if self._cluster:  # the name set is on another slot: unlist, then re-list if a
             # writer re-created the namespace meanwhile
             self._guard(self._client.srem, self._namespaces_key, ns)
@@ -521,9 +525,17 @@ class RedisStore:
     # --- LexicalIndex ---------------------------------------------------------------------
 
     def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
-        """BM25 over the namespace's active texts (postings hold nothing else), scored by
-        a Lua script beside the postings (`redis_lexical` says why)."""
-        return self._guard(self._run, reads.search(self._keys(namespace), query, k))
+        """BM25 over the namespace's active texts (postings hold nothing else), scored in
+        this process by a mirror kept exact by the namespace's change log
+        (`redis_lexical_mirror`); a namespace written before the log has one is scored by
+        the Lua script beside the postings (`redis_lexical`). Same scores either way."""
+        keys = self._keys(namespace)
+        hits = self._guard(
+            self._run, mirrored_search(self._mirrors, keys, keys.namespace, query, k)
+        )
+        if hits is None:
+            hits = self._guard(self._run, reads.search(keys, query, k))
+        return hits
 
     # --- meta, journal, lock --------------------------------------------------------------
 
@@ -570,6 +582,7 @@ class RedisStore:
     # --- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
+        self._mirrors.clear()
         if not self._closed:
             self._closed = True
             with suppress(RedisError):
