@@ -820,7 +820,6 @@ class MemoryEngine:
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
         # Lexical-only candidates enter with dense = 0; the stored vectors are fetched only
         # for those an exact bound cannot rule out of the top (and the expansion seeds).
-        candidates = fuse(dense, lexical, self.policy)
         places = max(k, self.policy.expansion_seeds)
         if self.policy.context_weight > 0 and self.policy.context_seeds > 0:
             # context needs every candidate's true relevance (to pick the seeds) and time
@@ -832,6 +831,7 @@ class MemoryEngine:
             )
             memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, read)
         else:
+            candidates = fuse(dense, lexical, self.policy)
             memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit)
             need = needs_similarity(
                 lexical_only,
