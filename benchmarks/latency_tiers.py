@@ -20,7 +20,10 @@ the Chroma server all compete for them, so the throughput scaling measured here 
 floor of what a real deployment (Redis and Chroma on their own hosts) would see.
 
 Run: python benchmarks/latency_tiers.py [--sizes 10000 100000] [--queries 200]
-     [--workers 1 2 4] [--throughput-ops 1200] [--build-budget 1800]
+     [--workers 1 2 4] [--throughput-ops 1200] [--index-modes behind inline]
+     [--build-budget 1800]
+Throughput only, into its own files (latency_tiers.md keeps the recall tables):
+     python benchmarks/latency_tiers.py --sizes --name latency_tiers_throughput
 """
 
 from __future__ import annotations
@@ -337,13 +340,26 @@ def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> 
 # --- observe throughput with N worker processes on Redis -----------------------------------
 
 
+def _cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system, every thread) a process has used so far."""
+    if pid is None:
+        return float("nan")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _observe_worker(
     wid: int, vec_file: str, items: list[str], redis_url: str, chroma_url: str, ns: str,
-    barrier: Any, out: Any,
+    barrier: Any, out: Any, index_async: bool = True,
 ) -> None:
-    """One agent worker: its own engine on the shared tier, observing its own texts."""
+    """One agent worker: its own engine on the shared tier, observing its own texts. Its
+    time and CPU run from the common start to the end of `close()`, which writes any
+    vectors still queued behind observe, so write-behind work is counted."""
     try:
-        from reverie.core import ManualClock
+        from reverie.core import DEFAULT_POLICY, ManualClock
         from reverie.integrations import open_engine
 
         data = np.load(vec_file)
@@ -353,17 +369,27 @@ def _observe_worker(
             Path(tempfile.gettempdir()) / f"reverie-bench-w{os.getpid()}",
             store=redis_url, vectors=chroma_url, embedder=embedder,
             clock=ManualClock(datetime(2025, 1, 1, tzinfo=UTC)),
+            policy=DEFAULT_POLICY.replace(index_async=index_async),
         )
         engine.observe("warm-up: open every connection before the clock starts", namespace=ns)
+        engine.flush()
+        calls0 = engine._indexer.calls
         barrier.wait(timeout=300)
+        c0 = os.times()
         t0 = time.perf_counter()
         for t in items:
             engine.observe(t, namespace=ns)
+        engine.flush()  # the vectors written behind observe are part of the work
         elapsed = time.perf_counter() - t0
+        c1 = os.times()
+        calls = engine._indexer.calls - calls0
+        rss, peak = _rss_of(os.getpid()), _rss_of(os.getpid(), "VmHWM")
         engine.close()
         out.put({"wid": wid, "ops": len(items), "seconds": elapsed, "end": time.time(),
                  "start": time.time() - elapsed,
-                 "rss_mb": _rss_of(os.getpid()), "peak_rss_mb": _rss_of(os.getpid(), "VmHWM")})
+                 "cpu_s": (c1.user - c0.user) + (c1.system - c0.system),
+                 "index_calls": calls if index_async else len(items),
+                 "rss_mb": rss, "peak_rss_mb": peak})
     except BaseException as e:  # report, never hang the parent
         import traceback
 
@@ -372,12 +398,34 @@ def _observe_worker(
 
 def throughput(
     workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
-    servers: Servers, tmp: Path,
+    servers: Servers, tmp: Path, modes: Sequence[bool] = (True,),
 ) -> list[dict[str, Any]]:
+    """Each mode (index_async True = vectors written behind observe, the default; False =
+    inline) at each worker count; per-process CPU from /proc, Redis commands from INFO
+    commandstats, vector index calls counted by each worker's engine."""
+    import redis
+
+    rc = redis.Redis.from_url(servers.redis_url, decode_responses=True)
+    rows: list[dict[str, Any]] = []
+    offset = 0
+    for index_async in modes:
+        mode_rows, offset = _throughput_mode(
+            workers, total_ops, corpus, embedder, servers, tmp, index_async, offset, rc
+        )
+        rows += mode_rows
+    rc.close()
+    return rows
+
+
+def _throughput_mode(
+    workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
+    servers: Servers, tmp: Path, index_async: bool, offset: int, rc: Any,
+) -> tuple[list[dict[str, Any]], int]:
     ctx = mp.get_context("spawn")
     rows = []
-    offset = 0
     warm = "warm-up: open every connection before the clock starts"
+    redis_pid = servers.redis.proc.pid if servers.redis.proc else None
+    chroma_pid = servers.chroma.proc.pid if servers.chroma.proc else None
     for n in workers:
         per = total_ops // n
         chunks = [corpus[offset + w * per : offset + (w + 1) * per] for w in range(n)]
@@ -395,42 +443,75 @@ def throughput(
         procs = [
             ctx.Process(target=_observe_worker, args=(
                 w, str(vec_file), chunks[w], servers.redis_url, servers.chroma_url, ns,
-                barrier, out,
+                barrier, out, index_async,
             ))
             for w in range(n)
         ]
         for p in procs:
             p.start()
         barrier.wait(timeout=600)
+        rc.config_resetstat()
+        cpu0 = (_cpu_s(redis_pid), _cpu_s(chroma_pid))
+        load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
         reports = [out.get(timeout=1800) for _ in procs]
         wall = time.perf_counter() - t0
+        cpu1 = (_cpu_s(redis_pid), _cpu_s(chroma_pid))
+        commands = sum(
+            int(v["calls"]) for k, v in rc.info("commandstats").items()
+            if k not in ("cmdstat_config|resetstat", "cmdstat_info")
+        )
         for p in procs:
             p.join(timeout=60)
         errors = [r["error"] for r in reports if "error" in r]
         if errors:
             raise RuntimeError("a throughput worker failed:\n" + "\n".join(errors))
         ops = sum(r["ops"] for r in reports)
+        worker_cpu = sum(r["cpu_s"] for r in reports)
         rows.append({
+            "index_async": index_async,
             "workers": n,
             "observes": ops,
             "wall_s": wall,
             "observe_per_s": ops / wall,
+            "worker_cpu_ms_per_observe": worker_cpu / ops * 1000,
+            "redis_cpu_ms_per_observe": (cpu1[0] - cpu0[0]) / ops * 1000,
+            "chroma_cpu_ms_per_observe": (cpu1[1] - cpu0[1]) / ops * 1000,
+            "cores_busy": (worker_cpu + cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / wall,
+            "redis_commands_per_observe": commands / ops,
+            "vector_writes_per_observe": sum(r["index_calls"] for r in reports) / ops,
+            "load_1m_before_after": [load0, os.getloadavg()[0]],
             "worker_rss_mb_mean": float(np.mean([r["rss_mb"] for r in reports])),
             "worker_peak_rss_mb_max": float(np.max([r["peak_rss_mb"] for r in reports])),
             **servers.rss_mb(),
         })
-        print(f"  throughput {n} workers: {ops / wall:.0f} observe/s", file=sys.stderr)
+        print(f"  throughput {n} workers (index_async={index_async}): {ops / wall:.0f} "
+              "observe/s", file=sys.stderr)
     base = rows[0]["observe_per_s"]
     for r in rows:
         r["speedup_vs_1"] = r["observe_per_s"] / base
-    return rows
+    return rows, offset
 
 
 # --- report --------------------------------------------------------------------------------
 
 
 def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    if not rows:  # a throughput-only run
+        return "\n".join([
+            f"# Observe throughput, shared tier (Redis + Chroma server), {meta['date']}",
+            "",
+            f"Machine: {meta['machine']}; redis-server {meta['redis_version']}, chromadb "
+            f"{meta['chromadb']}; 1-minute load average "
+            f"{meta['load_average_1m_before_after'][0]:.1f} before, "
+            f"{meta['load_average_1m_before_after'][1]:.1f} after (other jobs share the "
+            "machine). Both servers run on this same machine, on loopback. Embedding time "
+            "excluded: every vector (all-MiniLM-L6-v2 over COCO captions) is computed "
+            "before the timed sections.",
+            "",
+            *render_throughput(tput),
+            *[line for note in meta.get("notes", []) for line in ("", note)],
+        ]) + "\n"
     lines = [
         f"# Latency, embedded default vs shared tier (Redis + Chroma server), {meta['date']}",
         "",
@@ -497,26 +578,47 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
                     f"{r.get('part_created_times_50_p50_ms', float('nan')):.2f} |"
                 )
     if tput:
-        lines += [
-            "",
-            "Observe throughput on the shared tier: N worker processes, each with its own "
-            "engine, observing distinct texts into one namespace; wall time from a common "
-            "start barrier to the last worker's end.",
-            "",
-            "| workers | observes | wall s | observe/s | vs 1 worker | worker RSS MB (mean) | "
-            "worker peak RSS MB | redis-server RSS MB | chroma server RSS MB |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for t in tput:
-            lines.append(
-                f"| {t['workers']} | {t['observes']} | {t['wall_s']:.1f} | "
-                f"{t['observe_per_s']:.0f} | {t['speedup_vs_1']:.2f}x | "
-                f"{t['worker_rss_mb_mean']:.0f} | {t['worker_peak_rss_mb_max']:.0f} | "
-                f"{t['redis_server_rss_mb']:.0f} | {t['chroma_server_rss_mb']:.0f} |"
-            )
+        lines += ["", *render_throughput(tput)]
     for note in meta.get("notes", []):
         lines += ["", note]
     return "\n".join(lines) + "\n"
+
+
+def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "Observe throughput on the shared tier: N worker processes, each with its own "
+        "engine, observing distinct texts into one namespace; wall time from a common "
+        "start barrier until the last worker has observed its texts and written every "
+        "vector (`engine.flush()`). Vectors: `behind` = written behind observe in batches "
+        "(Policy.index_async, the default), `inline` = each observe writes its own vector "
+        "before returning (index_async=False, the old path), measured in the same run. "
+        "CPU is ms per observe from /proc (workers: user + system of the timed section); "
+        "cores busy = all of it over the wall time (2 cores here); Redis commands from "
+        "INFO commandstats (MULTI/EXEC/WATCH included); vector writes = upsert calls to the "
+        "Chroma server per observe.",
+        "",
+        "| vectors | workers | observes | wall s | observe/s | vs 1 worker | worker CPU | "
+        "redis CPU | chroma CPU | cores busy | Redis cmds / observe | vector writes / "
+        "observe | worker RSS MB (mean) | worker peak RSS MB | redis-server RSS MB | "
+        "chroma server RSS MB | load 1m |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in tput:
+        def num(key: str, fmt: str = ".2f", t: dict[str, Any] = t) -> str:
+            return format(t[key], fmt) if key in t else "-"
+        load = t.get("load_1m_before_after")
+        lines.append(
+            f"| {'behind' if t.get('index_async', False) else 'inline'} | {t['workers']} | "
+            f"{t['observes']} | {t['wall_s']:.1f} | {t['observe_per_s']:.0f} | "
+            f"{t['speedup_vs_1']:.2f}x | {num('worker_cpu_ms_per_observe')} | "
+            f"{num('redis_cpu_ms_per_observe')} | {num('chroma_cpu_ms_per_observe')} | "
+            f"{num('cores_busy')} | {num('redis_commands_per_observe', '.1f')} | "
+            f"{num('vector_writes_per_observe', '.3f')} | "
+            f"{t['worker_rss_mb_mean']:.0f} | {t['worker_peak_rss_mb_max']:.0f} | "
+            f"{t['redis_server_rss_mb']:.0f} | {t['chroma_server_rss_mb']:.0f} | "
+            + (f"{load[0]:.1f} -> {load[1]:.1f} |" if load else "- |")
+        )
+    return lines
 
 
 def _redis_version() -> str:
@@ -538,6 +640,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workers", nargs="*", type=int, default=[1, 2, 4])
     ap.add_argument("--throughput-ops", type=int, default=800)
+    ap.add_argument("--index-modes", nargs="+", choices=["behind", "inline"],
+                    default=["behind", "inline"],
+                    help="throughput with vectors written behind observe (the default "
+                         "policy) and/or inline (index_async=False), in the same run")
     ap.add_argument("--tiers", nargs="+", default=["embedded", "shared"])
     ap.add_argument("--build-budget", type=float, default=1800.0,
                     help="seconds allowed to build one tier at one size before it stops")
@@ -555,7 +661,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     load_before = os.getloadavg()
     embedder, corpus, queries = build_table(
         max(args.sizes, default=0), args.queries,
-        100 + args.throughput_ops * max(1, len(args.workers)), args.captions,
+        100 + args.throughput_ops * max(1, len(args.workers)) * len(args.index_modes),
+        args.captions,
         args.vector_cache,
     )
     rows: list[dict[str, Any]] = []
@@ -600,8 +707,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             if args.workers:
                 # texts no size used, so every observe in the throughput runs is new
                 fresh = corpus[max(args.sizes, default=0) + 100 :]
+                modes = [m == "behind" for m in args.index_modes]
                 tput = throughput(args.workers, args.throughput_ops, fresh, embedder,
-                                  servers, tmp)
+                                  servers, tmp, modes)
         finally:
             servers.stop()
     print(save())
