@@ -393,19 +393,24 @@ class MemoryEngine:
         if lacking:
             self._keep_embeddings(namespace, fetch(namespace, lacking))
 
-    def _similarities(self, namespace: str, qvec: Vector, ids: Sequence[str]) -> dict[str, float]:
+    def _similarities(
+        self,
+        namespace: str,
+        qvec: Vector,
+        ids: Sequence[str],
+        fetched: Mapping[str, Vector] | None = None,
+    ) -> dict[str, float]:
         """Cosine of the query to each id: from the embeddings kept beside the records where
-        the store has them (`embeddings`, optional), the vector index for the rest. The same
-        formula as the index's, on the same float32 vectors, so both sources agree."""
+        the store has them (`embeddings`, optional; `fetched` is its answer for a superset
+        of `ids`, read already), the vector index for the rest. The same formula as the
+        index's, on the same float32 vectors, so both sources agree."""
         out: dict[str, float] = {}
         kept = getattr(self.store, "embeddings", None)
-        if kept is not None and ids:
-            found = {
-                i: v for i, v in kept(namespace, ids).items() if v.shape == qvec.shape
-            }
-            if found:
-                out = dict(zip(found, cosine_to(qvec, np.stack(list(found.values()))),
-                               strict=True))
+        if fetched is None:
+            fetched = kept(namespace, ids) if kept is not None and ids else {}
+        found = {i: fetched[i] for i in ids if i in fetched and fetched[i].shape == qvec.shape}
+        if found:
+            out = dict(zip(found, cosine_to(qvec, np.stack(list(found.values()))), strict=True))
         rest = [i for i in ids if i not in out]
         if rest:
             out.update(self.vectors.similarities(namespace, qvec, rest))
@@ -815,20 +820,31 @@ class MemoryEngine:
         asked = pool * (2 if historical else 1)
         dense_future = self._pool.submit(self.vectors.query, ns, qvec, asked)
         lexical = self.lexical.search(ns, query, pool)
+        # While the dense query runs (on the shared tier an HTTP round trip), read what the
+        # lexical hits alone decide: their kept embeddings (a lexical-only candidate needs
+        # its cosine) and, for conversation context, when they were observed.
+        context = self.policy.context_weight > 0 and self.policy.context_seeds > 0
+        lexical_ids = [h.id for h in lexical]
+        kept = getattr(self.store, "embeddings", None)
+        fetched = kept(ns, lexical_ids) if kept is not None and lexical_ids else {}
+        lexical_times = (
+            self._created_times(ns, lexical_ids, {}) if context and lexical_ids else {}
+        )
         dense = dense_future.result()
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
         # Lexical-only candidates enter with dense = 0; the stored vectors are fetched only
         # for those an exact bound cannot rule out of the top (and the expansion seeds).
         places = max(k, self.policy.expansion_seeds)
-        if self.policy.context_weight > 0 and self.policy.context_seeds > 0:
+        if context:
             # context needs every candidate's true relevance (to pick the seeds) and time
-            extra = self._similarities(ns, qvec, lexical_only) if lexical_only else {}
+            extra = (
+                self._similarities(ns, qvec, lexical_only, fetched) if lexical_only else {}
+            )
             candidates = fuse(dense, lexical, self.policy, extra)
             seeds, read = self._context_seeds(ns, candidates, admit)
-            candidates = conversation_context(
-                candidates, seeds, self._created_times(ns, candidates, read), self.policy
-            )
+            times = self._created_times(ns, candidates, read, lexical_times)
+            candidates = conversation_context(candidates, seeds, times, self.policy)
             memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, read)
         else:
             candidates = fuse(dense, lexical, self.policy)
@@ -841,7 +857,7 @@ class MemoryEngine:
                 places,
                 self.policy,
             )
-            extra = self._similarities(ns, qvec, need) if need else {}
+            extra = self._similarities(ns, qvec, need, fetched) if need else {}
             if extra:
                 candidates = fuse(dense, lexical, self.policy, extra)
                 memories, ranked = self._fetch_ranked(
@@ -936,11 +952,16 @@ class MemoryEngine:
         return seeds[:want], read
 
     def _created_times(
-        self, namespace: str, candidates: Mapping[str, Candidate], read: Mapping[str, Memory]
+        self,
+        namespace: str,
+        candidates: Iterable[str],
+        read: Mapping[str, Memory],
+        known: Mapping[str, datetime] | None = None,
     ) -> dict[str, datetime]:
-        """When each candidate was observed: from records already read, and the rest from
-        the store's light `created_times` where it has one (else full records)."""
-        times = {i: m.created_at for i, m in read.items()}
+        """When each candidate was observed: from `known` and records already read, and the
+        rest from the store's light `created_times` where it has one (else full records)."""
+        times = dict(known or {})
+        times.update((i, m.created_at) for i, m in read.items())
         rest = [i for i in candidates if i not in times]
         if rest:
             light = getattr(self.store, "created_times", None)
