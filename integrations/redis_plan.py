@@ -59,8 +59,23 @@ def load_memory(raw: str | bytes, where: str) -> Memory:
         ) from None
 
 
+_CREATED = '"created_at":"'
+
+
 def load_created_at(raw: str | bytes, where: str) -> datetime:
-    """Only `created_at` of a record: recall's time lookup builds no Memory."""
+    """Only `created_at` of a record: recall's time lookup builds no Memory, and parses no
+    JSON. Records are written by `dumps` (compact separators) with `created_at` before any
+    field that could hold a user's key, and inside a JSON string a quote is always escaped,
+    so the first bare `"created_at":"` is the record's own; anything else is parsed."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    at = text.find(_CREATED)
+    if at >= 0:
+        start = at + len(_CREATED)
+        end = text.find('"', start)
+        try:
+            return utc(datetime.fromisoformat(text[start:end]))
+        except ValueError:
+            pass  # not what `dumps` writes: read it the long way
     try:
         return utc(datetime.fromisoformat(json.loads(raw)["created_at"]))
     except (ValueError, KeyError, TypeError) as e:
