@@ -221,3 +221,35 @@ def test_merge_keeps_the_last_word_per_id() -> None:
     two_updates = merge([IndexWrite("ns", (), (("a", {"status": "x", "kind": "k"}),)),
                          IndexWrite("ns", (), (("a", {"status": "y"}),))])
     assert two_updates.restatus == (("a", {"status": "y", "kind": "k"}),)
+
+
+def _flush_in_child(writer: IndexWriter) -> None:
+    writer.flush()  # the child inherited a queue, not the thread: must not hang
+    writer.submit("ns", [item("child")])  # a write of its own gets its own thread
+    writer.flush()
+
+
+def test_a_forked_child_does_not_wait_for_the_parents_queue() -> None:
+    import multiprocessing
+
+    gate = threading.Event()
+    applied: list[str] = []
+
+    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
+        if ups and ups[0].id != "child":
+            gate.wait(timeout=30)
+        applied.extend(i.id for i in ups)
+
+    writer = IndexWriter(apply, capacity=10, retries=0)
+    writer.submit("ns", [item("a")])  # in flight, held at the gate
+    writer.submit("ns", [item("b")])  # queued
+    child = multiprocessing.get_context("fork").Process(target=_flush_in_child, args=(writer,))
+    child.start()
+    child.join(timeout=20)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+    gate.set()
+    writer.close()
+    assert not hung and child.exitcode == 0
+    assert applied == ["a", "b"]  # the parent wrote its own queue; the child's was its own
