@@ -820,16 +820,21 @@ class MemoryEngine:
         asked = pool * (2 if historical else 1)
         dense_future = self._pool.submit(self.vectors.query, ns, qvec, asked)
         lexical = self.lexical.search(ns, query, pool)
-        # While the dense query runs (on the shared tier an HTTP round trip), read what the
-        # lexical hits alone decide: their kept embeddings (a lexical-only candidate needs
-        # its cosine) and, for conversation context, when they were observed.
+        # While the dense query runs, read what the lexical hits alone decide: their kept
+        # embeddings (a lexical-only candidate needs its cosine) and, for conversation
+        # context, when they were observed; when the query waits on a server (the shared
+        # tier: an HTTP round trip) their whole records, most of which are read later.
         context = self.policy.context_weight > 0 and self.policy.context_seeds > 0
         lexical_ids = [h.id for h in lexical]
         kept = getattr(self.store, "embeddings", None)
         fetched = kept(ns, lexical_ids) if kept is not None and lexical_ids else {}
-        lexical_times = (
-            self._created_times(ns, lexical_ids, {}) if context and lexical_ids else {}
-        )
+        early: dict[str, Memory] = {}
+        lexical_times: dict[str, datetime] = {}
+        if context and lexical_ids:
+            if getattr(self.vectors, "remote", False):
+                early = self._read(ns, lexical_ids)
+            else:
+                lexical_times = self._created_times(ns, lexical_ids, {})
         dense = dense_future.result()
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
@@ -842,7 +847,7 @@ class MemoryEngine:
                 self._similarities(ns, qvec, lexical_only, fetched) if lexical_only else {}
             )
             candidates = fuse(dense, lexical, self.policy, extra)
-            seeds, read = self._context_seeds(ns, candidates, admit)
+            seeds, read = self._context_seeds(ns, candidates, admit, early)
             times = self._created_times(ns, candidates, read, lexical_times)
             candidates = conversation_context(candidates, seeds, times, self.policy)
             memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, read)
@@ -937,19 +942,23 @@ class MemoryEngine:
         namespace: str,
         candidates: Mapping[str, Candidate],
         admit: Callable[[Memory], bool],
+        read: Mapping[str, Memory] | None = None,
     ) -> tuple[list[Candidate], dict[str, Memory]]:
-        """The most relevant admissible candidates (reading records only as far as needed)."""
+        """The most relevant admissible candidates (reading records only as far as needed;
+        those in `read` are not read again). Returns them and every record read."""
         want = self.policy.context_seeds
         order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
-        read: dict[str, Memory] = {}
+        known = dict(read or {})
         seeds: list[Candidate] = []
         for start in range(0, len(order), want):
             chunk = order[start : start + want]
-            read.update(self._read(namespace, [c.id for c in chunk]))
-            seeds.extend(c for c in chunk if c.id in read and admit(read[c.id]))
+            missing = [c.id for c in chunk if c.id not in known]
+            if missing:
+                known.update(self._read(namespace, missing))
+            seeds.extend(c for c in chunk if c.id in known and admit(known[c.id]))
             if len(seeds) >= want:
                 break
-        return seeds[:want], read
+        return seeds[:want], known
 
     def _created_times(
         self,

@@ -250,12 +250,17 @@ class ChromaIndex:
         hnsw: HnswSettings = DEFAULT_HNSW,
         location: str | None = None,
         owns_client: bool = False,
+        remote: bool = False,
     ) -> None:
         self._client = client
         self._hnsw = hnsw
         self._location = location or type(client).__name__
         self._owns_client = owns_client
         self._collections: dict[str, Any] = {}
+        # A query waits on the network: recall then overlaps its own reads with it (a hint
+        # the engine reads with getattr; an embedded client computes in process, where
+        # extra reads would only compete with the query for the GIL)
+        self.remote = remote
         self._lock = threading.Lock()
         self._max_batch: int | None = None
         self._closed = False
@@ -312,7 +317,8 @@ class ChromaIndex:
                     "`chroma run --path <dir> --port <port>` or check the URL"
                 ) from e
             raise
-        return cls(client, hnsw=hnsw, location=f"Chroma server at {url}", owns_client=True)
+        return cls(client, hnsw=hnsw, location=f"Chroma server at {url}", owns_client=True,
+                   remote=True)
 
     # ------------------------------------------------------------------ plumbing
 
