@@ -117,7 +117,7 @@ def conversation_context(
     running = [0.0]
     for _, _, rel in anchors:
         running.append(running[-1] + rel)
-    own = {sid: (t, rel) for t, sid, rel in anchors}
+    own = {sid: rel for _, sid, rel in anchors}
     out: dict[str, Candidate] = {}
     for cid, cand in candidates.items():
         at = times.get(cid)
@@ -127,7 +127,7 @@ def conversation_context(
             lo, hi = bisect_left(keys, us - window), bisect_right(keys, us + window)
             total = running[hi] - running[lo]
             if cid in own:  # a seed lends nothing to itself
-                total -= own[cid][1]
+                total -= own[cid]
             lent = f * total if total > 1e-12 else 0.0
         out[cid] = (
             Candidate(cid, cand.dense, cand.lexical, cand.relevance + lent, cand.hops,
