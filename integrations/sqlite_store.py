@@ -1054,7 +1054,8 @@ class SQLiteStore:
             row = conn.execute(
                 "SELECT num, lexical_gen, created_gen FROM namespace_ids WHERE name = ?", (ns,)
             ).fetchone()
-            if row is None:
+            if row is None:  # never written, or deleted (by any process): drop any copy
+                self._mirrors.pop(ns, None)
                 return []
             mirror = self._current_mirror(conn, ns, int(row[0]), int(row[1]), int(row[2]))
             top = mirror.top(terms, int(k))

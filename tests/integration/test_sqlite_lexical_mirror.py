@@ -86,6 +86,7 @@ def test_another_writer_on_the_file_is_seen_exactly(tmp_path: Path) -> None:
     # the namespace is deleted and re-created (it may get the same number back)
     writer.delete_namespace("ns")
     assert reader.search("ns", "tea", 5) == []
+    assert "ns" not in reader._mirrors  # the deleted texts' terms left the reader too
     writer.commit(WriteBatch("ns", (make_memory(namespace="ns", text="only jazz now"),)))
     check(reader, "ns")
     assert [h.id for h in reader.search("ns", "tea cat jazz", 5)] == [
