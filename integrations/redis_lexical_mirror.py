@@ -134,7 +134,8 @@ def mirrored_search(
         (("xrevrange", keys.lexlog, "+", "-", 1), ("xrange", keys.lexlog, "-", "+", 1)),
         atomic=False,
     )
-    if not last:
+    if not last:  # no log: never written since the log exists, or deleted by any worker
+        mirrors.drop(ns)
         return None
     newest, oldest = _position(last[0][0]), _position(first[0][0])
     at = mirrors.position(ns)

@@ -91,6 +91,7 @@ def test_a_trimmed_log_or_a_recreated_namespace_rebuilds_the_mirror(
     check(reader, "ns")
     writer.delete_namespace("ns")
     assert reader.search("ns", "Melanie painted a sunrise", 5) == []
+    assert "ns" not in reader._mirrors._mirrors  # the deleted terms left this worker too
     writer.commit(WriteBatch("ns", (make_memory(namespace="ns", text="only jazz now"),)))
     assert [h.id for h in reader.search("ns", "Melanie jazz", 5)] == [
         h.id for h in writer.search("ns", "Melanie jazz", 5)
