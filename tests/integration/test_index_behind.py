@@ -221,3 +221,67 @@ def test_a_killed_worker_loses_no_record_and_repair_indexes_its_vectors(
     finally:
         engine.forget_namespace(ns)
         engine.close()
+
+
+# --- the vector-write turn (RedisStore.index_turn) -----------------------------------------
+
+
+def test_a_writer_waits_for_the_turn_and_writes_everything_queued_meanwhile(
+    redis_url: str, chroma_server_url: str, tenant: tuple[str, str]
+) -> None:
+    prefix, ns = tenant
+    engine = engine_on(redis_url, chroma_server_url, prefix)
+    other = RedisStore.from_url(redis_url, prefix=prefix)  # another process's turn
+    try:
+        engine.observe("the lighthouse keeper paints the stairs", namespace=ns)
+        engine.flush()
+        calls = engine._indexer.calls
+        with other.index_turn(ns) as got:
+            assert got
+            ids = [engine.observe(f"queued note {i} about item{i}", namespace=ns).id
+                   for i in range(20)]
+            time.sleep(0.2)  # the writer is waiting for the turn, not writing
+            assert engine.vectors.ids(ns).isdisjoint(ids)
+        engine.flush()
+        assert engine._indexer.calls == calls + 1  # all 20 in one upsert
+        assert set(ids) <= engine.vectors.ids(ns)
+    finally:
+        other.close()
+        engine.forget_namespace(ns)
+        engine.close()
+
+
+def test_the_turn_passes_on_release_and_after_a_crashed_holder_s_lease(
+    redis_url: str, tenant: tuple[str, str]
+) -> None:
+    prefix, ns = tenant
+    a = RedisStore.from_url(redis_url, prefix=prefix)
+    b = RedisStore.from_url(redis_url, prefix=prefix)
+    try:
+        order: list[str] = []
+        holding = threading.Event()
+
+        def hold() -> None:
+            with a.index_turn(ns) as got:
+                assert got
+                holding.set()
+                time.sleep(0.3)
+                order.append("a released")
+
+        t = threading.Thread(target=hold)
+        t.start()
+        holding.wait(timeout=10)
+        with b.index_turn(ns, wait_seconds=10) as got:  # blocks until a hands it back
+            order.append("b got it" if got else "b gave up")
+        t.join()
+        assert order == ["a released", "b got it"]
+
+        crashed = a.index_turn(ns, ttl_seconds=0.3)
+        assert crashed.__enter__() is True  # never released: the holder "died"
+        with b.index_turn(ns, wait_seconds=10) as got:  # the lease expires in 0.3 s
+            assert got
+        with a.index_turn(ns, ttl_seconds=30), b.index_turn(ns, wait_seconds=0.2) as got:
+            assert got is False  # waited its limit: writes without the turn
+    finally:
+        a.close()
+        b.close()
