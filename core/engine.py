@@ -230,7 +230,7 @@ class MemoryEngine:
         # policy.index_async (core/indexing.py); its thread starts on first use
         self._indexer = IndexWriter(
             self._write_vectors, capacity=policy.index_queue, retries=policy.index_retries,
-            on_failure=self._vectors_failed, turn=getattr(store, "index_turn", None),
+            on_failure=self._vectors_failed,
         )
         if check_embedder:  # off only to re-embed a store after a model change
             self._check_embedder()

@@ -23,13 +23,6 @@ failing is retried, then logged, reported to `on_failure` (the engine flags the 
 for `repair`) and kept in `failed`. A process killed before its queue drains leaves
 records without vectors; `reverie repair` indexes them (it compares records with the
 index).
-
-Several processes writing one namespace: a Chroma server spends about 2.5x the CPU per
-vector when several clients write one collection at the same time. A store that can
-(RedisStore.index_turn) hands out a turn per namespace across processes; the writer
-takes its batch only once it has the turn, so the batch also holds everything queued
-while it waited. The turn is a lease, never needed for correctness: if it cannot be had,
-the writer writes anyway.
 """
 
 from __future__ import annotations
@@ -42,9 +35,7 @@ import time
 import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
-from typing import Any
 
 from .ports import VectorItem
 
@@ -54,8 +45,6 @@ Meta = Mapping[str, str | int | float | bool]
 # apply(namespace, upserts, metadata updates): one call per merged batch
 Apply = Callable[[str, Sequence[VectorItem], Sequence[tuple[str, Meta]]], None]
 OnFailure = Callable[[str, Sequence[str], BaseException], None]
-# turn(namespace): held while writing that namespace's vectors (see IndexWriter)
-Turn = Callable[[str], AbstractContextManager[Any]]
 
 _MAX_BATCH = 512  # vectors merged into one call at most, so one call stays bounded
 _RETRY_PAUSE_S = 0.05
@@ -106,7 +95,6 @@ class IndexWriter:
         retries: int,
         on_failure: OnFailure | None = None,
         max_batch: int = _MAX_BATCH,
-        turn: Turn | None = None,
     ) -> None:
         if capacity < 1 or max_batch < 1:
             raise ValueError("capacity and max_batch must be >= 1")
@@ -115,7 +103,6 @@ class IndexWriter:
         self._retries = retries
         self._on_failure = on_failure
         self._max_batch = max_batch
-        self._turn = turn
         self._closed = False
         self._reset()
         self.failed: list[tuple[IndexWrite, BaseException]] = []  # given up after retries
@@ -217,33 +204,19 @@ class IndexWriter:
                     self._cond.wait()
                 if not self._queue:  # closed and drained
                     return
-                ns = self._busy = self._queue[0].namespace  # only this thread pops
-            taken: list[IndexWrite] = []
+                taken = self._take()
+                self._busy = taken[0].namespace
+                self._cond.notify_all()  # room in the queue for a waiting submit
             try:
-                with ExitStack() as turn:
-                    self._take_turn(turn, ns)
-                    with self._cond:  # everything queued while the turn was awaited
-                        taken = self._take()
-                        self._cond.notify_all()  # room in the queue for a waiting submit
-                    self._apply_with_retries(merge(taken))
-            except Exception as e:  # releasing the turn failed; the lease will expire
-                log.warning("could not hand back the vector write turn: %s", e)
+                self._apply_with_retries(merge(taken))
             finally:
                 with self._cond:
                     self._busy = None
+                    ns = taken[0].namespace
                     self._pending[ns] -= len(taken)
                     if self._pending[ns] <= 0:
                         del self._pending[ns]
                     self._cond.notify_all()
-
-    def _take_turn(self, stack: ExitStack, namespace: str) -> None:
-        if self._turn is None:
-            return
-        try:
-            stack.enter_context(self._turn(namespace))
-        except Exception as e:  # the turn saves server CPU; the write goes on without it
-            log.warning("no vector write turn for namespace %r (%s); writing anyway",
-                        namespace, e)
 
     def _apply_with_retries(self, write: IndexWrite) -> None:
         """An upsert or update is idempotent, so a retry after a partial failure is safe."""

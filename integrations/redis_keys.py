@@ -31,10 +31,6 @@ key (after the prefix)       type     holds
                                       recall's lexical-only candidates; deleted with the record
 {ns}:journal                 hash     consolidation fingerprint -> JSON entry
 {ns}:lock                    string   "<expires ms>|<token>|<holder>" with a PX expiry
-{ns}:vturn                   string   the same lease format: whose turn it is to write the
-                                      namespace's vectors to the Chroma server (index_turn)
-{ns}:vturn:wake              list     at most one token, pushed when a turn ends, that a
-                                      waiting writer BLPOPs (expires when nobody uses it)
 {ns}:keys                    set      every per-item key above (hash:, key:, ent:, adj:,
                                       lex:t:), so a namespace is deleted without SCAN
 namespaces                   set      namespace names (listing never scans keys)
@@ -73,7 +69,7 @@ class NamespaceKeys:
 
     __slots__ = (
         "adj_prefix", "all", "base", "doc", "doclen", "edges", "emb", "journal", "lexlog",
-        "lock", "namespace", "registry", "seq", "stats", "vector_turn", "vector_wake",
+        "lock", "namespace", "registry", "seq", "stats",
     )
 
     def __init__(self, prefix: str, namespace: str) -> None:
@@ -91,8 +87,6 @@ class NamespaceKeys:
         self.emb = self.base + "emb"
         self.journal = self.base + "journal"
         self.lock = self.base + "lock"
-        self.vector_turn = self.base + "vturn"
-        self.vector_wake = self.base + "vturn:wake"
         self.registry = self.base + "keys"
 
     def record(self, memory_id: str) -> str:

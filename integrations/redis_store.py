@@ -117,22 +117,6 @@ if cur then
 end
 return 0
 """
-# KEYS: the vector-write turn, its wake-up list. Ends the turn if ARGV[1] holds it and
-# leaves one token for the next waiter (kept at most one, expiring after ARGV[2] ms).
-_END_TURN = """
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  local tok = string.match(cur, '^%d+|([^|]*)|')
-  if tok == ARGV[1] then
-    redis.call('DEL', KEYS[1])
-    redis.call('LPUSH', KEYS[2], '1')
-    redis.call('LTRIM', KEYS[2], 0, 0)
-    redis.call('PEXPIRE', KEYS[2], ARGV[2])
-    return 1
-  end
-end
-return 0
-"""
 # KEYS: adjacency sets. The degree of each (edges in plus out).
 _DEGREES = """
 local out = {}
@@ -246,7 +230,6 @@ class RedisStore:
         self._cluster = isinstance(client, redis.RedisCluster)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
-        self._end_turn = client.register_script(_END_TURN)
         self._degrees = client.register_script(_DEGREES)
         self._edges = client.register_script(_EDGES)
         self._bm25 = client.register_script(BM25_SCRIPT)
@@ -581,44 +564,6 @@ class RedisStore:
         keys = self._keys(namespace)
         ttl = _check_ttl(ttl_seconds)
         return self._lease(namespace, keys.lock, ttl)
-
-    @contextmanager
-    def index_turn(
-        self, namespace: str, ttl_seconds: float = 10.0, wait_seconds: float = 10.0
-    ) -> Iterator[bool]:
-        """This process's turn to write the namespace's vectors to the vector server, across
-        every process on this Redis; yields False if none came within `wait_seconds`.
-
-        Not a correctness lock (every vector write is an idempotent upsert; nothing breaks
-        if two overlap): a Chroma server spends 2.5x the CPU per vector when several
-        clients write one collection at once (1.22 vs 0.48 ms per vector with 4 writers of
-        40-vector batches), and a writer waiting for its turn gathers a bigger batch. The
-        turn is a lease (a crashed holder delays the others by `ttl_seconds` at most); a
-        waiter blocks on the wake-up list the holder pushes to when done (BLPOP, bounded by
-        the lease's expiry), so waiting costs no polling; and a writer that waited
-        `wait_seconds` writes anyway. Not part of the RecordStore port: the engine uses it
-        where a store has it (core/indexing.py)."""
-        keys = self._keys(namespace)
-        ttl_ms = max(1, int(_check_ttl(ttl_seconds) * 1000))
-        token = secrets.token_hex(16)
-        deadline = time.monotonic() + _check_ttl(wait_seconds)
-        args = [token, str(ttl_ms), holder_name()]
-        while True:
-            ok, current, now = self._guard(self._acquire, [keys.vector_turn], args)
-            left = deadline - time.monotonic()
-            if int(ok) or left <= 0:
-                break
-            expires = int(str(current).split("|", 1)[0]) if current else int(now)
-            until_expiry = max(0.001, (expires - int(now)) / 1000)
-            # never 0: BLPOP's 0 is "wait forever"
-            wait = max(0.002, min(left, until_expiry, 1.0))
-            self._guard(self._client.blpop, [keys.vector_wake], wait)
-        try:
-            yield bool(int(ok))
-        finally:
-            if int(ok) and not self._closed:
-                self._guard(self._end_turn, [keys.vector_turn, keys.vector_wake],
-                            [token, ttl_ms])
 
     @contextmanager
     def _lease(self, ns: str, key: str, ttl: float) -> Iterator[str]:

@@ -16,7 +16,6 @@ from tests.contract.conftest import make_memory
 def every_key(k: NamespaceKeys) -> list[str]:
     return [
         k.seq, k.all, k.edges, k.doclen, k.doc, k.stats, k.journal, k.lock, k.registry,
-        k.vector_turn, k.vector_wake,
         k.record("m{1}:x"), k.status("active"), k.tier("unit"), k.text_hash("ab" * 32),
         k.fact_key("semantic|a {b}|c"), k.entity("{maya}"), k.adjacency("id:with:colons"),
         k.term("paint"),

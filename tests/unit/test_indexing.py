@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -254,45 +253,3 @@ def test_a_forked_child_does_not_wait_for_the_parents_queue() -> None:
     writer.close()
     assert not hung and child.exitcode == 0
     assert applied == ["a", "b"]  # the parent wrote its own queue; the child's was its own
-
-
-def test_the_batch_is_taken_once_the_turn_is_had() -> None:
-    applied: list[list[str]] = []
-    turn_free = threading.Event()
-    asked: list[str] = []
-
-    @contextmanager
-    def turn(ns: str) -> Iterator[bool]:
-        asked.append(ns)
-        turn_free.wait(timeout=30)  # another process is writing this namespace
-        yield True
-
-    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
-        applied.append([i.id for i in ups])
-
-    writer = IndexWriter(apply, capacity=100, retries=0, turn=turn)
-    writer.submit("ns", [item("a")])
-    while not asked:  # the thread now waits for the turn
-        time.sleep(0.001)
-    writer.submit("ns", [item("b")])
-    writer.submit("ns", [item("c")])
-    turn_free.set()
-    writer.flush()
-    assert applied == [["a", "b", "c"]]  # one call with everything queued meanwhile
-    writer.close()
-
-
-def test_a_turn_that_fails_does_not_stop_the_write() -> None:
-    applied: list[str] = []
-
-    def turn(ns: str) -> Iterator[bool]:
-        raise BackendUnavailable("Redis is down")
-
-    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
-        applied.extend(i.id for i in ups)
-
-    writer = IndexWriter(apply, capacity=100, retries=0, turn=turn)  # type: ignore[arg-type]
-    writer.submit("ns", [item("a")])
-    writer.flush()
-    assert applied == ["a"] and not writer.failed
-    writer.close()
