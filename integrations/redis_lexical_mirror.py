@@ -32,12 +32,12 @@ from reverie.core.text import lexical_terms, query_terms
 
 from .bm25_mirror import Bm25Mirror
 from .redis_keys import NamespaceKeys
-from .redis_plan import LOG_MAX, log_entry
+from .redis_plan import LOG_MAX
 from .redis_reads import Pipelined, Steps, chunks, records, seqs, unique
 
-__all__ = ["LOG_MAX", "MirrorSet", "log_entry", "mirrored_search"]
+__all__ = ["MirrorSet", "mirrored_search"]
 
-_REPLAY_MAX = 20_000  # beyond this many logged changes a rebuild reads less
+_REPLAY_MAX = LOG_MAX  # a safeguard: the log never holds much more than this
 _MIRRORS = 64  # namespaces mirrored per store (least recently used go)
 
 

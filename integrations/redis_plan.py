@@ -314,7 +314,10 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
     return cmds
 
 
-LOG_MAX = 100_000  # lexical change-log entries kept per namespace (approximately)
+# Lexical change-log entries kept per namespace (approximately: MAXLEN ~). A worker whose
+# mirror fell further behind rebuilds it from the records; 20k entries of ~40 bytes keep a
+# namespace's log under a megabyte of Redis memory however long it lives.
+LOG_MAX = 20_000
 
 
 def log_entry(keys: NamespaceKeys, memory_id: str) -> Command:
