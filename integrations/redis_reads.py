@@ -24,6 +24,8 @@ from reverie.core.models import Edge, Memory, Status, Tier
 from reverie.core.ports import LexicalHit
 from reverie.core.text import content_hash, query_terms
 
+from . import id_batches
+from .id_batches import unique
 from .kept_vectors import from_bytes, to_bytes
 from .redis_keys import NamespaceKeys
 from .redis_lexical import BM25_ARGS
@@ -58,14 +60,7 @@ Steps = Generator[Request, Any, T]
 
 
 def chunks(items: Sequence[str], size: int = CHUNK) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def unique(ids: Iterable[str]) -> list[str]:
-    if isinstance(ids, str):  # a lone id would otherwise be iterated character by character
-        raise InvalidInput("pass a list of ids, not a single string")
-    return list(dict.fromkeys(ids))
+    return id_batches.chunks(items, size)
 
 
 def check_batch_size(batch_size: int) -> int:

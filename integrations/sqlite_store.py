@@ -55,6 +55,8 @@ from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash, lexical_terms, query_terms
 
 from .bm25_mirror import Bm25Mirror
+from .id_batches import chunks
+from .id_batches import unique as _unique
 from .kept_vectors import from_bytes, to_bytes
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -264,14 +266,7 @@ def _us(ts: datetime) -> int:
 
 
 def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _unique(ids: Iterable[str]) -> list[str]:
-    if isinstance(ids, str):  # a lone id would otherwise be iterated character by character
-        raise InvalidInput("pass a list of ids, not a single string")
-    return list(dict.fromkeys(ids))
+    return chunks(items, size)
 
 
 def _marks(n: int) -> str:
@@ -855,34 +850,30 @@ class SQLiteStore:
 
     def embeddings(self, namespace: str, ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The embeddings kept beside the records (ids without one are absent)."""
-        ns = validate_namespace(namespace)
-        wanted = _unique(ids)
-        out: dict[str, np.ndarray] = {}
-        with self._read() as conn:
-            for chunk in _chunks(wanted):
-                for memory_id, blob in conn.execute(
-                    f"SELECT id, embedding FROM memories WHERE namespace = ? "
-                    f"AND id IN ({_marks(len(chunk))}) AND embedding IS NOT NULL",
-                    (ns, *chunk),
-                ):
-                    out[memory_id] = from_bytes(blob)
-        return out
+        rows = self._column_of(namespace, ids, "embedding", "AND embedding IS NOT NULL")
+        return {memory_id: from_bytes(blob) for memory_id, blob in rows}
 
     def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
         """When each memory was created, from the indexed column (no record decoded). Not
         part of the RecordStore port: recall uses it, where a store has it, to place
         candidates in time for conversation context."""
+        rows = self._column_of(namespace, ids, "created_at")
+        return {memory_id: _EPOCH + us * _MICROSECOND for memory_id, us in rows}
+
+    def _column_of(
+        self, namespace: str, ids: Iterable[str], column: str, extra: str = ""
+    ) -> list[tuple[str, Any]]:
+        """(id, `column`) of the stored ids among `ids`, in one read snapshot."""
         ns = validate_namespace(namespace)
         wanted = _unique(ids)
-        out: dict[str, datetime] = {}
+        out: list[tuple[str, Any]] = []
         with self._read() as conn:
             for chunk in _chunks(wanted):
-                for memory_id, us in conn.execute(
-                    f"SELECT id, created_at FROM memories WHERE namespace = ? "
-                    f"AND id IN ({_marks(len(chunk))})",
+                out.extend(conn.execute(
+                    f"SELECT id, {column} FROM memories WHERE namespace = ? "
+                    f"AND id IN ({_marks(len(chunk))}) {extra}",
                     (ns, *chunk),
-                ):
-                    out[memory_id] = _EPOCH + us * _MICROSECOND
+                ))
         return out
 
     def find_by_hash(self, namespace: str, content_hash: str) -> Memory | None:
