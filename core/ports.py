@@ -93,7 +93,18 @@ class Clock(Protocol):
 
 @runtime_checkable
 class RecordStore(Protocol):
-    """System of record for memories and edges, partitioned by namespace."""
+    """System of record for memories and edges, partitioned by namespace.
+
+    Optional capabilities, not part of the protocol (core looks them up with `getattr`
+    and falls back when they are absent; SQLiteStore and RedisStore have all three):
+
+    - `created_times(namespace, ids) -> dict[str, datetime]`: when each was created,
+      without decoding records (conversation context);
+    - `put_embeddings(namespace, {id: vector}) -> int` / `embeddings(namespace, ids)`:
+      the embedding kept beside each record (only while the record exists, deleted with
+      it), so recall scores lexical-only candidates and `repair` rebuilds the vector
+      tier without asking the index or the model.
+    """
 
     def commit(self, batch: WriteBatch) -> None: ...
 
@@ -176,13 +187,14 @@ class VectorIndex(Protocol):
     """Derived data: it can always be rebuilt from the record store (`reverie repair`).
 
     Optional capabilities, not part of the protocol (core looks them up with `getattr`
-    and has a fallback when they are absent; ChromaIndex has both):
+    and has a fallback when they are absent; ChromaIndex has all three):
 
     - `stored_vectors(namespace, ids) -> dict[str, Vector]`: the stored embeddings, so
       the REM cycle need not re-embed what it clusters;
     - `neighbors(namespace, ids, k) -> dict[str, list[VectorHit]]`: the k nearest indexed
       neighbours of each indexed id (itself excluded, best first, unknown ids absent),
-      approximate (HNSW, ~log n each), so clustering is not an exact n^2 k-NN.
+      approximate (HNSW, ~log n each), so clustering is not an exact n^2 k-NN;
+    - `remote: bool`: a query waits on a server, so recall reads records meanwhile.
     """
 
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None: ...
