@@ -27,16 +27,13 @@ index).
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
-import threading
 import time
-import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .background import BackgroundWriter
 from .ports import VectorItem
 
 log = logging.getLogger("reverie")
@@ -84,8 +81,10 @@ def merge(writes: Sequence[IndexWrite]) -> IndexWrite:
     return IndexWrite(writes[0].namespace, tuple(upserts.values()), tuple(restatus.items()))
 
 
-class IndexWriter:
+class IndexWriter(BackgroundWriter):
     """An ordered, bounded write-behind queue of vector-index writes with one thread."""
+
+    _thread_name = "reverie-index"
 
     def __init__(
         self,
@@ -103,26 +102,15 @@ class IndexWriter:
         self._retries = retries
         self._on_failure = on_failure
         self._max_batch = max_batch
-        self._closed = False
-        self._reset()
         self.failed: list[tuple[IndexWrite, BaseException]] = []  # given up after retries
         self.calls = 0  # merged writes applied (each one upsert and/or one update call)
-        atexit.register(_close_at_exit, weakref.ref(self))
+        super().__init__()
 
-    def _reset(self) -> None:
-        self._pid = os.getpid()
-        self._cond = threading.Condition()
+    def _reset_queue(self) -> None:
         self._queue: deque[IndexWrite] = deque()
         self._queued = 0  # vectors and updates waiting in _queue
         self._busy: str | None = None  # namespace of the write in flight
         self._pending: Counter[str] = Counter()  # queued + in-flight writes per namespace
-        self._thread: threading.Thread | None = None
-
-    def _after_fork(self) -> None:
-        """A forked child has no writer thread: it starts afresh (the parent writes what
-        it queued), so the child's waits do not hang on a thread that is not there."""
-        if self._pid != os.getpid():
-            self._reset()
 
     def submit(
         self,
@@ -143,11 +131,7 @@ class IndexWriter:
                 self._queue.append(write)
                 self._queued += write.size
                 self._pending[namespace] += 1
-                if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._run, name="reverie-index", daemon=True
-                    )
-                    self._thread.start()
+                self._start_worker()
                 self._cond.notify_all()
                 return
         self._apply_with_retries(write)
@@ -169,16 +153,6 @@ class IndexWriter:
         """Vectors and updates queued, not yet in flight."""
         with self._cond:
             return self._queued
-
-    def close(self) -> None:
-        """Drain the queue and stop the thread; later writes are applied inline."""
-        self._after_fork()
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
 
     def _take(self) -> list[IndexWrite]:
         """The writes at the head of the queue that share its namespace, up to max_batch
@@ -241,9 +215,3 @@ class IndexWriter:
                         self._on_failure(write.namespace, write.ids, e)
                     except Exception as flag_error:
                         log.error("could not flag the vector index for repair: %s", flag_error)
-
-
-def _close_at_exit(ref: weakref.ref[IndexWriter]) -> None:
-    writer = ref()
-    if writer is not None:
-        writer.close()

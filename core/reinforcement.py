@@ -14,15 +14,13 @@ loss). A touch that keeps failing is retried, then logged and kept in `failed`.
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
-import threading
-import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+
+from .background import BackgroundWriter
 
 log = logging.getLogger("reverie")
 
@@ -38,8 +36,10 @@ class Touch:
     at: datetime
 
 
-class Reinforcer:
+class Reinforcer(BackgroundWriter):
     """An ordered, bounded write-behind queue of touches with one worker thread."""
+
+    _thread_name = "reverie-reinforce"
 
     def __init__(self, apply: Apply, *, capacity: int, retries: int) -> None:
         if capacity < 1:
@@ -47,26 +47,14 @@ class Reinforcer:
         self._apply = apply
         self._capacity = capacity
         self._retries = retries
-        self._closed = False
-        self._reset()
         self.failed: list[tuple[Touch, BaseException]] = []  # given up after the retries
         self.inline = 0  # touches applied by the caller because the queue was full
-        # a process that exits without close() still writes what it queued
-        atexit.register(_close_at_exit, weakref.ref(self))
+        super().__init__()
 
-    def _reset(self) -> None:
-        self._pid = os.getpid()
-        self._cond = threading.Condition()
+    def _reset_queue(self) -> None:
         self._queue: deque[Touch] = deque()
         self._busy: Touch | None = None  # the event the worker is applying now
         self._pending: Counter[tuple[str, str]] = Counter()  # queued + in flight, per id
-        self._thread: threading.Thread | None = None
-
-    def _after_fork(self) -> None:
-        """A forked child has no worker thread: start afresh (the parent applies its own
-        queued touches), so the child's waits do not hang on a thread that is not there."""
-        if self._pid != os.getpid():
-            self._reset()
 
     def submit(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         """Queue a touch and return; apply it inline when the queue is full or closed."""
@@ -79,11 +67,7 @@ class Reinforcer:
             if queued:
                 self._queue.append(event)
                 self._pending.update((namespace, i) for i in event.ids)
-                if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._run, name="reverie-reinforce", daemon=True
-                    )
-                    self._thread.start()
+                self._start_worker()
                 self._cond.notify_all()
             else:
                 self.inline += 1
@@ -109,16 +93,6 @@ class Reinforcer:
     def backlog(self) -> int:
         with self._cond:
             return len(self._queue) + (self._busy is not None)
-
-    def close(self) -> None:
-        """Drain the queue and stop the worker; later submits are applied inline."""
-        self._after_fork()
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
 
     def _run(self) -> None:
         while True:
@@ -156,9 +130,3 @@ class Reinforcer:
                     self._retries + 1, e,
                 )
                 self.failed.append((event, e))
-
-
-def _close_at_exit(ref: weakref.ref[Reinforcer]) -> None:
-    reinforcer = ref()
-    if reinforcer is not None:
-        reinforcer.close()
