@@ -51,6 +51,17 @@ class BackgroundWriter(ABC):
             )
             self._thread.start()
 
+    def _wait_for_work(self) -> bool:
+        """The worker's wait, with the lock held: True when something is queued, False once
+        closed and drained (the worker then ends)."""
+        while not self._has_work() and not self._closed:
+            self._cond.wait()
+        return self._has_work()
+
+    @abstractmethod
+    def _has_work(self) -> bool:
+        """Anything queued? Called with the lock held."""
+
     def close(self) -> None:
         """Drain the queue and stop the worker; later writes are applied inline."""
         self._after_fork()

@@ -171,12 +171,13 @@ class IndexWriter(BackgroundWriter):
         self._queued -= size
         return taken
 
+    def _has_work(self) -> bool:
+        return bool(self._queue)
+
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if not self._queue:  # closed and drained
+                if not self._wait_for_work():  # closed and drained
                     return
                 taken = self._take()
                 self._busy = taken[0].namespace

@@ -94,12 +94,13 @@ class Reinforcer(BackgroundWriter):
         with self._cond:
             return len(self._queue) + (self._busy is not None)
 
+    def _has_work(self) -> bool:
+        return bool(self._queue)
+
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if not self._queue:  # closed and drained
+                if not self._wait_for_work():  # closed and drained
                     return
                 event = self._busy = self._queue.popleft()
             try:

@@ -18,7 +18,7 @@ import pytest
 
 from reverie.core import ManualClock, Policy
 from reverie.core.engine import MemoryEngine
-from reverie.core.errors import BackendUnavailable, InvalidPolicy
+from reverie.core.errors import BackendUnavailable
 from reverie.core.indexing import IndexWrite, IndexWriter, merge
 from reverie.core.models import Status
 from reverie.core.ports import VectorItem
@@ -63,14 +63,6 @@ def engine_with(index: GatedIndex, policy: Policy | None = None) -> MemoryEngine
 
 def item(i: str, status: str = "active") -> VectorItem:
     return VectorItem(i, np.ones(4, dtype=np.float32), {"status": status, "kind": "episodic"})
-
-
-def test_policy_switch_is_validated() -> None:
-    assert Policy().index_async is True
-    with pytest.raises(InvalidPolicy):
-        Policy(index_async=1)  # type: ignore[arg-type]
-    with pytest.raises(InvalidPolicy):
-        Policy(index_queue=0)
 
 
 def test_observe_returns_before_the_index_write_and_recall_waits_for_it() -> None:

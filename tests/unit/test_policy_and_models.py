@@ -125,3 +125,13 @@ def test_text_heuristics() -> None:
 def test_policy_counts_must_be_whole_numbers() -> None:
     with pytest.raises(InvalidPolicy, match="whole number"):
         Policy(max_hops=1.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("switch", "queue"), [("reinforce_async", "reinforce_queue"),
+                                               ("index_async", "index_queue")])
+def test_write_behind_switches_are_validated(switch: str, queue: str) -> None:
+    assert getattr(Policy(), switch) is True  # written behind the caller by default
+    with pytest.raises(InvalidPolicy):
+        Policy(**{switch: 1})
+    with pytest.raises(InvalidPolicy):
+        Policy(**{queue: 0})

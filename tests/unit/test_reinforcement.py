@@ -15,7 +15,7 @@ import pytest
 
 from reverie.core import Policy
 from reverie.core.engine import MemoryEngine
-from reverie.core.errors import BackendUnavailable, InvalidPolicy
+from reverie.core.errors import BackendUnavailable
 from reverie.core.reinforcement import Reinforcer
 from tests.fakes import InMemoryStore
 from tests.unit.conftest import T0, make_engine
@@ -47,14 +47,6 @@ def _seed(engine_store: GatedStore, policy: Policy) -> tuple[MemoryEngine, list[
         for t in ("alpha apples", "beta bananas", "gamma grapes")
     ]
     return engine, ids
-
-
-def test_policy_switch_is_validated() -> None:
-    assert Policy().reinforce_async is True
-    with pytest.raises(InvalidPolicy):
-        Policy(reinforce_async=1)  # type: ignore[arg-type]
-    with pytest.raises(InvalidPolicy):
-        Policy(reinforce_queue=0)
 
 
 def test_counts_exact_after_many_recalls_from_several_threads() -> None:
