@@ -6,6 +6,8 @@ Times are ISO-8601 UTC strings so an export is readable and a round trip is exac
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -168,6 +170,59 @@ def stored_memory(d: Mapping[str, Any]) -> Memory:
     for name, value in values:
         _SET(m, name, value)
     return m
+
+
+class DecodedRecords:
+    """Stored record text -> Memory, remembering the last `size` decodes.
+
+    Recall reads dozens of records per query and decoding them (JSON, times, the Memory)
+    was its largest cost after the vector search; an agent keeps recalling much the same
+    memories, so the same record texts come back again and again. Keyed by the exact
+    text a store returned: a record that changed in any way (a touch, a status change,
+    another process's write, a restore) is a different text and is decoded afresh, so a
+    hit can never be stale and nothing has to be invalidated. The store still reads the
+    record on every call; only the decode is saved. Memories are immutable except their
+    metadata mapping, which a caller could mutate, so a record with metadata is decoded
+    every time (each caller gets its own copy, as before). Oldest entries leave first."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise InvalidInput(f"decoded-record cache size must be an int >= 0, got {size!r}")
+        self.size = size
+        self._memo: dict[str | bytes, Memory] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    def decode(self, raw: str | bytes) -> Memory:
+        """The Memory `raw` encodes; raises InvalidInput (from JSON too) when it does not
+        decode, as `stored_memory` does."""
+        hit = self._memo.get(raw)
+        if hit is not None:
+            return hit
+        try:
+            m = stored_memory(json.loads(raw))
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            if isinstance(e, InvalidInput):
+                raise
+            raise InvalidInput(f"not a valid memory record ({e})") from None
+        self.remember(raw, m)
+        return m
+
+    def remember(self, raw: str | bytes, m: Memory) -> None:
+        """Note that `raw` decodes to `m` (`raw` is `m` as a store encoded it): a store that
+        has just written a record keeps it decoded, so its first recall is a hit too."""
+        if self.size and not m.metadata:
+            with self._lock:
+                memo = self._memo
+                memo[raw] = m
+                while len(memo) > self.size:
+                    del memo[next(iter(memo))]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._memo.clear()
 
 
 def edge_to_dict(e: Edge) -> dict[str, Any]:

@@ -398,23 +398,30 @@ class MemoryEngine:
         namespace: str,
         qvec: Vector,
         ids: Sequence[str],
-        fetched: Mapping[str, Vector] | None = None,
+        known: Mapping[str, float] | None = None,
     ) -> dict[str, float]:
-        """Cosine of the query to each id: from the embeddings kept beside the records where
-        the store has them (`embeddings`, optional; `fetched` is its answer for a superset
-        of `ids`, read already), the vector index for the rest. The same formula as the
-        index's, on the same float32 vectors, so both sources agree."""
-        out: dict[str, float] = {}
-        kept = getattr(self.store, "embeddings", None)
-        if fetched is None:
+        """Cosine of the query to each id: `known` (cosines computed already, see
+        `_kept_cosines`), then the embeddings kept beside the records where the store has
+        them, then the vector index for the rest. The same formula as the index's, on the
+        same float32 vectors, so every source agrees."""
+        if known is None:
+            kept = getattr(self.store, "embeddings", None)
             fetched = kept(namespace, ids) if kept is not None and ids else {}
-        found = {i: fetched[i] for i in ids if i in fetched and fetched[i].shape == qvec.shape}
-        if found:
-            out = dict(zip(found, cosine_to(qvec, np.stack(list(found.values()))), strict=True))
+            known = self._kept_cosines(qvec, fetched)
+        out = {i: known[i] for i in ids if i in known}
         rest = [i for i in ids if i not in out]
         if rest:
             out.update(self.vectors.similarities(namespace, qvec, rest))
         return out
+
+    @staticmethod
+    def _kept_cosines(qvec: Vector, vectors: Mapping[str, Vector]) -> dict[str, float]:
+        """Cosine of the query to each kept vector of the query's shape (one of another
+        model's shape is left out, to be asked of the index)."""
+        fit = {i: v for i, v in vectors.items() if v.shape == qvec.shape}
+        if not fit:
+            return {}
+        return dict(zip(fit, cosine_to(qvec, np.stack(list(fit.values()))), strict=True))
 
     def _retrying(self, attempt: Callable[[], R]) -> R:
         for _ in range(_CAS_RETRIES):
@@ -827,7 +834,10 @@ class MemoryEngine:
         context = self.policy.context_weight > 0 and self.policy.context_seeds > 0
         lexical_ids = [h.id for h in lexical]
         kept = getattr(self.store, "embeddings", None)
-        fetched = kept(ns, lexical_ids) if kept is not None and lexical_ids else {}
+        # their cosines too: numpy work that would otherwise wait for the dense answer
+        fetched = self._kept_cosines(
+            qvec, kept(ns, lexical_ids) if kept is not None and lexical_ids else {}
+        )
         early: dict[str, Memory] = {}
         lexical_times: dict[str, datetime] = {}
         if context and lexical_ids:

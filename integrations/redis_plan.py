@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reverie.core.clock import utc
-from reverie.core.codec import memory_to_dict, stored_memory
+from reverie.core.codec import DecodedRecords, memory_to_dict
 from reverie.core.errors import ConflictError, InvalidInput, StoreCorrupt
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
@@ -49,9 +49,14 @@ def dumps(value: Any, what: str) -> str:
         ) from None
 
 
+# One per process, shared by every Redis store (sync and asyncio) and reader: keyed by the
+# exact record bytes, which name their namespace, so sharing cannot mix stores up.
+DECODED = DecodedRecords()
+
+
 def load_memory(raw: str | bytes, where: str) -> Memory:
     try:
-        return stored_memory(json.loads(raw))
+        return DECODED.decode(raw)
     except (ValueError, InvalidInput) as e:
         raise StoreCorrupt(
             f"Redis key {where} holds an unreadable memory record ({e}); reverie did not "

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from reverie.core.clock import utc
-from reverie.core.codec import memory_to_dict, stored_memory
+from reverie.core.codec import DecodedRecords, memory_to_dict
 from reverie.core.errors import (
     BackendUnavailable,
     ConflictError,
@@ -321,6 +321,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._mirrors: OrderedDict[str, Bm25Mirror] = OrderedDict()
         self._tx_gen: int | None = None  # the lexical generation of the open write, if any
+        self._decoded = DecodedRecords()  # recall re-reads the same records: decode once
         if not self._memory:
             self._check_file()
             self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -487,7 +488,7 @@ class SQLiteStore:
 
     def _load(self, record: str) -> Memory:
         try:
-            return stored_memory(json.loads(record))
+            return self._decoded.decode(record)
         except (ValueError, InvalidInput) as e:
             raise self._corrupt(f"holds an unreadable memory record ({e})") from None
 
@@ -525,6 +526,8 @@ class SQLiteStore:
                 """,
                 [(ns, e.src, e.dst, e.type.value, float(e.weight)) for e in batch.edges],
             )
+        for m, record in encoded:  # committed: recall will read these back
+            self._decoded.remember(record, m)
 
     def _stored(self, conn: sqlite3.Connection, ns: str, memory_id: str) -> _Row | None:
         row = conn.execute(
@@ -707,6 +710,7 @@ class SQLiteStore:
         wanted = _unique(ids)
         if not wanted:
             return
+        touched: list[tuple[str, Memory]] = []
         with self._write() as conn:
             for chunk in _chunks(wanted):
                 rows = conn.execute(
@@ -717,18 +721,15 @@ class SQLiteStore:
                 updates = []
                 for seq, record in rows:
                     m = reinforce(self._load(record), when, window)
-                    updates.append(
-                        (
-                            m.version,
-                            _us(m.updated_at or m.created_at),
-                            _dumps(memory_to_dict(m), f"memory {m.id!r}"),
-                            seq,
-                        )
-                    )
+                    written = _dumps(memory_to_dict(m), f"memory {m.id!r}")
+                    updates.append((m.version, _us(m.updated_at or m.created_at), written, seq))
+                    touched.append((written, m))
                 conn.executemany(
                     "UPDATE memories SET version = ?, updated_at = ?, record = ? WHERE seq = ?",
                     updates,
                 )
+        for written, m in touched:  # committed: the next recall reads these back
+            self._decoded.remember(written, m)
 
     def delete(self, namespace: str, ids: Iterable[str]) -> int:
         """Real deletion for privacy: no row anywhere keeps the text or the links."""
