@@ -57,6 +57,7 @@ from .policy import DEFAULT_POLICY, Policy
 from .ports import (
     Clock,
     Embedder,
+    LexicalHit,
     LexicalIndex,
     RecordStore,
     Synthesizer,
@@ -189,6 +190,7 @@ def _to_thread(fn: Callable[P, R]) -> Callable[P, Any]:
 
     twin.__doc__ = f"Async twin of `{fn.__name__}` (runs in a worker thread)."
     return twin
+
 
 
 class MemoryEngine:
@@ -825,26 +827,11 @@ class MemoryEngine:
         # checks them, and an unfiltered query is Chroma's fastest path.
         # the two channels are independent I/O (both release the GIL): overlap them
         asked = pool * (2 if historical else 1)
-        dense_future = self._pool.submit(self.vectors.query, ns, qvec, asked)
-        lexical = self.lexical.search(ns, query, pool)
-        # While the dense query runs, read what the lexical hits alone decide: their kept
-        # embeddings (a lexical-only candidate needs its cosine) and, for conversation
-        # context, when they were observed; when the query waits on a server (the shared
-        # tier: an HTTP round trip) their whole records, most of which are read later.
         context = self.policy.context_weight > 0 and self.policy.context_seeds > 0
-        lexical_ids = [h.id for h in lexical]
-        kept = getattr(self.store, "embeddings", None)
-        # their cosines too: numpy work that would otherwise wait for the dense answer
-        fetched = self._kept_cosines(
-            qvec, kept(ns, lexical_ids) if kept is not None and lexical_ids else {}
+        dense_future = self._pool.submit(self.vectors.query, ns, qvec, asked)
+        lexical, fetched, early, lexical_times = self._lexical_side(
+            ns, query, qvec, pool, context
         )
-        early: dict[str, Memory] = {}
-        lexical_times: dict[str, datetime] = {}
-        if context and lexical_ids:
-            if getattr(self.vectors, "remote", False):
-                early = self._read(ns, lexical_ids)
-            else:
-                lexical_times = self._created_times(ns, lexical_ids, {})
         dense = dense_future.result()
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
@@ -915,6 +902,29 @@ class MemoryEngine:
             else:
                 self._touch(ns, [h.id for h in hits], now)
         return RecallResult(query, tuple(hits), tokens)
+
+    def _lexical_side(
+        self, ns: str, query: str, qvec: Vector, pool: int, context: bool
+    ) -> tuple[list[LexicalHit], dict[str, float], dict[str, Memory], dict[str, datetime]]:
+        """The lexical channel and what its hits alone decide, done while the dense query
+        runs: the hits; their cosines from the embeddings kept beside the records (a
+        lexical-only candidate needs its cosine); for conversation context, when they were
+        observed, or, when the dense query waits on a server (the shared tier: an HTTP
+        round trip), their whole records, most of which are read later anyway."""
+        lexical = list(self.lexical.search(ns, query, pool))
+        lexical_ids = [h.id for h in lexical]
+        kept = getattr(self.store, "embeddings", None)
+        fetched = self._kept_cosines(
+            qvec, kept(ns, lexical_ids) if kept is not None and lexical_ids else {}
+        )
+        early: dict[str, Memory] = {}
+        lexical_times: dict[str, datetime] = {}
+        if context and lexical_ids:
+            if getattr(self.vectors, "remote", False):
+                early = self._read(ns, lexical_ids)
+            else:
+                lexical_times = self._created_times(ns, lexical_ids, {})
+        return lexical, fetched, early, lexical_times
 
     def _fetch_ranked(
         self,
