@@ -945,11 +945,14 @@ class MemoryEngine:
         ranked: list[Ranked] = []
         alpha = self.policy.alpha
         for start in range(0, len(order), step):
-            chunk = [c.id for c in order[start : start + step] if c.id not in memories]
-            if chunk:
-                memories.update(self._read(namespace, chunk))
-            fetched = {c.id: c for c in order[: start + step]}
-            ranked = rank(fetched, memories, when, self.policy, admit)
+            batch = order[start : start + step]
+            unread = [c.id for c in batch if c.id not in memories]
+            if unread:
+                memories.update(self._read(namespace, unread))
+            # each candidate's score is its own, so ranking a step's batch and merging
+            # equals ranking everything fetched so far, without scoring anyone twice
+            ranked += rank({c.id: c for c in batch}, memories, when, self.policy, admit)
+            ranked.sort(key=lambda r: (-r.score, r.memory.id))
             rest = order[start + step : start + step + 1]
             if len(ranked) >= k and (
                 not rest or alpha * rest[0].relevance + (1.0 - alpha) < ranked[k - 1].score

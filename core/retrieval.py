@@ -10,6 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,8 +51,12 @@ class Explanation:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
+    """One memory in the running for a query, with where its relevance came from.
+
+    A NamedTuple, not a frozen dataclass: recall builds a few hundred per query and the
+    tuple is ~3x cheaper to build, equally immutable."""
+
     id: str
     dense: float
     lexical: float
@@ -118,23 +123,24 @@ def conversation_context(
     for _, _, rel in anchors:
         running.append(running[-1] + rel)
     own = {sid: rel for _, sid, rel in anchors}
+    if not anchors:
+        return dict(candidates)
     out: dict[str, Candidate] = {}
     for cid, cand in candidates.items():
         at = times.get(cid)
-        lent = 0.0
-        if at is not None and anchors:
-            us = _micros(at)
-            lo, hi = bisect_left(keys, us - window), bisect_right(keys, us + window)
-            total = running[hi] - running[lo]
-            if cid in own:  # a seed lends nothing to itself
-                total -= own[cid]
-            lent = f * total if total > 1e-12 else 0.0
-        out[cid] = (
-            Candidate(cid, cand.dense, cand.lexical, cand.relevance + lent, cand.hops,
-                      cand.via, lent)
-            if lent > 0
-            else cand
-        )
+        if at is None:
+            out[cid] = cand
+            continue
+        us = (at - _EPOCH) // _MICROSECOND
+        total = running[bisect_right(keys, us + window)] - running[bisect_left(keys, us - window)]
+        if cid in own:  # a seed lends nothing to itself
+            total -= own[cid]
+        if total > 1e-12:
+            lent = f * total
+            out[cid] = Candidate(cid, cand.dense, cand.lexical, cand.relevance + lent,
+                                 cand.hops, cand.via, lent)
+        else:
+            out[cid] = cand
     return out
 
 
@@ -223,8 +229,7 @@ def expand(
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class Ranked:
+class Ranked(NamedTuple):
     memory: Memory
     candidate: Candidate
     decay: float

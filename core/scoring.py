@@ -13,6 +13,7 @@ from .models import Kind, Memory, Tier
 from .policy import Policy
 
 SECONDS_PER_DAY = 86_400.0
+_LN2 = math.log(2.0)
 
 
 def days_between(earlier: datetime, later: datetime) -> float:
@@ -21,16 +22,18 @@ def days_between(earlier: datetime, later: datetime) -> float:
 
 
 def half_life_days(kind: Kind, policy: Policy) -> float:
-    return {
-        Kind.EPISODIC: policy.half_life_episodic_days,
-        Kind.SEMANTIC: policy.half_life_semantic_days,
-        Kind.PROCEDURAL: policy.half_life_procedural_days,
-    }[kind]
+    if kind is Kind.EPISODIC:
+        return policy.half_life_episodic_days
+    if kind is Kind.SEMANTIC:
+        return policy.half_life_semantic_days
+    if kind is Kind.PROCEDURAL:
+        return policy.half_life_procedural_days
+    raise KeyError(kind)
 
 
 def decay_rate(kind: Kind, importance: float, policy: Policy) -> float:
     """lambda per day: ln 2 / half-life, slowed for important and sped for trivial memories."""
-    lam = math.log(2.0) / half_life_days(kind, policy)
+    lam = _LN2 / half_life_days(kind, policy)
     if importance > policy.high_importance:
         lam *= policy.high_importance_lambda_factor
     elif importance < policy.low_importance:
