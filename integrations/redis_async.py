@@ -53,10 +53,8 @@ from .redis_lexical_mirror import MirrorSet, mirrored_search
 from .redis_plan import (
     CheckedBatch,
     Command,
-    Stored,
     check_batch,
     dumps,
-    edge_field,
     load_journal_entry,
     parse_doc,
     plan_commit,
@@ -111,6 +109,7 @@ class AsyncRedisStore:
         self._scripts = {
             "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
             "keep": client.register_script(reads.KEEP_SCRIPT),
+            "entity_top": client.register_script(reads.ENTITY_TOP_SCRIPT),
         }
         self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
 
@@ -219,42 +218,13 @@ class AsyncRedisStore:
                 register.append(("SADD", self._namespaces_key, checked.namespace))
 
         async def body(pipe: Any) -> list[Command]:
-            return await self._plan(pipe, checked) + register
+            return await self._plan(checked) + register
 
         await self._guard(self._transact(checked.watch_keys(), body))
 
-    async def _plan(self, pipe: Any, batch: CheckedBatch) -> list[Command]:
-        k = batch.keys
-        ids = list(batch.ids)
-        records = await self._read_records(pipe, k, ids)
-        stored_ids = [i for i in ids if i in records]
-        seqs: dict[str, int] = {}
-        docs: dict[str, tuple[int, list[str]]] = {}
-        if stored_ids:
-            scores = await pipe.zmscore(k.all, stored_ids)
-            seqs = {i: int(s) for i, s in zip(stored_ids, scores, strict=True) if s is not None}
-            for memory_id, raw in zip(stored_ids, await pipe.hmget(k.doc, stored_ids),
-                                      strict=True):
-                doc = parse_doc(raw)
-                if doc is not None:
-                    docs[memory_id] = doc
-        hash_members = {
-            d: set(await pipe.smembers(k.text_hash(d))) for d in batch.new_digests
-        }
-        edge_weights: dict[str, float] = {}
-        if batch.edges:
-            names = list(dict.fromkeys(edge_field(e.src, e.dst, e.type.value) for e in batch.edges))
-            for name, weight in zip(names, await pipe.hmget(k.edges, names), strict=True):
-                if weight is not None:
-                    edge_weights[name] = float(weight)
-        key_active: dict[str, set[str]] = {}
-        for fact in batch.fact_keys:
-            members = sorted(set(await pipe.smembers(k.fact_key(fact))) - set(ids))
-            versions = await self._read_records(pipe, k, members) if members else {}
-            key_active[fact] = {i for i, m in versions.items() if m.is_active}
-        stored = Stored(records, seqs, docs, hash_members, edge_weights, key_active)
-        new = sum(1 for i in ids if i not in records)
-        first_seq = int(await pipe.incrby(k.seq, new)) - new + 1 if new else 0
+    async def _plan(self, batch: CheckedBatch) -> list[Command]:
+        """See `RedisStore._plan`: the same reads, one pipelined round trip."""
+        stored, first_seq = await self._run(reads.write_state(batch))
         return plan_commit(batch, stored, first_seq)
 
     async def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:

@@ -131,6 +131,12 @@ class CheckedBatch:
     ids: tuple[str, ...]  # distinct ids of the puts, in batch order
     new_digests: tuple[str, ...]  # text hashes the duplicate rule must check
     fact_keys: tuple[str, ...] = ()  # fact keys the one-active-version rule must check
+    # ids whose record the batch expects to create (first put at version 1; every id of a
+    # restore): the write draws their seqs in the same round trip as its reads
+    fresh: tuple[str, ...] = ()
+    # id -> text hash of its final state, for ids whose final state is active free text
+    # (hashed once here; the plan needs the same digests)
+    digest_of: Mapping[str, str] = field(default_factory=dict)
 
     def watch_keys(self) -> list[str]:
         keys = [self.keys.record(i) for i in self.ids]
@@ -148,15 +154,18 @@ def check_batch(batch: WriteBatch, prefix: str) -> CheckedBatch:
     puts = [(m, dumps(memory_to_dict(m), f"memory {m.id!r}")) for m in batch.puts]
     ids = tuple(dict.fromkeys(m.id for m in batch.puts))
     final = {m.id: m for m in batch.puts}
-    digests = tuple(
-        sorted({content_hash(m.text) for m in final.values() if is_free_text(m)})
-    )
+    digest_of = {i: content_hash(m.text) for i, m in final.items() if is_free_text(m)}
     fact_keys = tuple(
         sorted({m.key for m in final.values() if m.is_active and m.key is not None})
     )
+    first_version: dict[str, int] = {}
+    for m in batch.puts:
+        first_version.setdefault(m.id, m.version)
+    fresh = ids if batch.restore else tuple(i for i in ids if first_version[i] == 1)
     return CheckedBatch(
         ns, NamespaceKeys(prefix, ns), tuple(puts), tuple(batch.edges), removals,
-        batch.restore, ids, digests, fact_keys,
+        batch.restore, ids, tuple(sorted(set(digest_of.values()))), fact_keys, fresh,
+        digest_of,
     )
 
 
@@ -199,7 +208,7 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
 
     # The uniqueness rules, on the batch's final state (each text hashed once: a
     # 1000-memory import batch hashed a million texts when this was inside the loop).
-    final_digest = {i: content_hash(staged[i].text) for i in batch.ids if is_free_text(staged[i])}
+    final_digest = batch.digest_of  # staged[i] is the batch's last put of i
     for digest in batch.new_digests:
         _refuse_second_holder(
             stored.hash_members.get(digest, set()),
@@ -241,7 +250,7 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
             cmds.append(("ZADD", k.tier(m.tier.value), seq, memory_id))
         # text hash (active free text only)
         old_digest = content_hash(old.text) if old is not None and is_free_text(old) else None
-        new_digest = content_hash(m.text) if is_free_text(m) else None
+        new_digest = final_digest.get(memory_id)
         if old_digest is not None and old_digest != new_digest:
             cmds.append(("SREM", k.text_hash(old_digest), memory_id))
         if new_digest is not None:

@@ -29,7 +29,15 @@ from .id_batches import unique
 from .kept_vectors import from_bytes, to_bytes
 from .redis_keys import NamespaceKeys
 from .redis_lexical import BM25_ARGS
-from .redis_plan import load_created_at, load_memory, parse_edge_field
+from .redis_plan import (
+    CheckedBatch,
+    Stored,
+    edge_field,
+    load_created_at,
+    load_memory,
+    parse_doc,
+    parse_edge_field,
+)
 
 T = TypeVar("T")
 
@@ -108,6 +116,27 @@ def created_times(keys: NamespaceKeys, ids: Iterable[str]) -> Steps[dict[str, da
     return (yield from _each_record(keys, unique(ids), load_created_at))
 
 
+def records_in_order(
+    keys: NamespaceKeys, ids: Sequence[str]
+) -> Steps[tuple[dict[str, Memory], dict[str, int]]]:
+    """The stored memories among `ids` (in that order) and their insertion order: the
+    records and their seqs in one pipelined round trip, since neither depends on the
+    other (a lookup then orders the hits it keeps)."""
+    parts = list(chunks(ids))
+    calls: list[Call] = [("execute_command", "MGET", *(keys.record(i) for i in c)) for c in parts]
+    calls += [("zmscore", keys.all, list(c)) for c in parts]
+    replies = yield Pipelined(tuple(calls), atomic=False)
+    found: dict[str, Memory] = {}
+    order: dict[str, int] = {}
+    for c, raws, scores in zip(parts, replies[: len(parts)], replies[len(parts) :], strict=True):
+        for memory_id, raw, score in zip(c, raws, scores, strict=True):
+            if raw is not None:
+                found[memory_id] = load_memory(raw, keys.record(memory_id))
+            if score is not None:
+                order[memory_id] = int(score)
+    return found, order
+
+
 def seqs(keys: NamespaceKeys, ids: Sequence[str]) -> Steps[dict[str, int]]:
     """Insertion order of stored ids: the tie-break every lookup shares with SQLite."""
     out: dict[str, int] = {}
@@ -124,42 +153,135 @@ def find_by_hash(keys: NamespaceKeys, digest: str) -> Steps[Memory | None]:
     ids = sorted((yield ("smembers", keys.text_hash(digest))))
     if not ids:
         return None
-    found = yield from get_many(keys, ids)
+    found, order = yield from records_in_order(keys, ids)
     hits = [
         m for m in found.values()
         if m.is_active and m.key is None and content_hash(m.text) == digest
     ]
     if not hits:
         return None
-    order = yield from seqs(keys, [m.id for m in hits])
     return min(hits, key=lambda m: order.get(m.id, 0))
 
 
 def find_by_key(keys: NamespaceKeys, key: str) -> Steps[list[Memory]]:
     ids = sorted((yield ("smembers", keys.fact_key(key))))
-    found = yield from get_many(keys, ids)
+    if not ids:
+        return []
+    found, order = yield from records_in_order(keys, ids)
     versions = [m for m in found.values() if m.key == key]
-    order = yield from seqs(keys, [m.id for m in versions])
     return sorted(versions, key=lambda m: (m.valid_since, order.get(m.id, 0)))
 
 
+# KEYS: an entity's zset; ARGV: limit. The newest `limit` ids, then every other id tied
+# with the last one's score (ties may sort either way by name; the caller orders them).
+ENTITY_TOP_SCRIPT = """
+local top = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
+if #top == 0 then return {} end
+local out, seen = {}, {}
+for i = 1, #top, 2 do
+  out[#out + 1] = top[i]
+  seen[top[i]] = true
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], top[#top], top[#top])) do
+  if not seen[id] then out[#out + 1] = id end
+end
+return out
+"""
+
+
 def find_by_entity(keys: NamespaceKeys, entity: str, limit: int) -> Steps[list[Memory]]:
-    """Newest first; equal creation times by insertion order, newest first (as SQLite)."""
+    """Newest first; equal creation times by insertion order, newest first (as SQLite).
+    Two round trips: observe looks up each entity of every new memory."""
     if limit <= 0:
         return []
-    name = keys.entity(entity)
-    top = yield ("zrevrange", name, 0, int(limit) - 1, True)
-    if not top:
+    ids = yield Lua("entity_top", [keys.entity(entity)], [int(limit)])
+    if not ids:
         return []
-    # Members tied with the last score may sort either way by name; take them all.
-    last = top[-1][1]
-    ties = yield ("zrangebyscore", name, last, last)
-    ids = list(dict.fromkeys([i for i, _ in top] + list(ties)))
-    found = yield from get_many(keys, ids)
+    found, order = yield from records_in_order(keys, list(ids))
     active = [m for m in found.values() if m.is_active]
-    order = yield from seqs(keys, [m.id for m in active])
     ranked = sorted(active, key=lambda m: (m.created_at, order.get(m.id, 0)), reverse=True)
     return ranked[: int(limit)]
+
+
+# --- what a write reads ------------------------------------------------------------------
+
+
+def write_state(batch: CheckedBatch) -> Steps[tuple[Stored, int]]:
+    """What a write's plan depends on (`redis_plan.plan_commit`), read after its WATCH, and
+    the first seq of its new records.
+
+    Everything is asked in one pipelined round trip: the records; the seqs and lexical
+    documents of those that may exist already (updates, restores); the text-hash and
+    fact-key sets the uniqueness rules check; the edge weights; and the seqs of the records
+    the batch expects to create (INCRBY is not watched: an attempt that aborts leaves a gap,
+    as it always did, and seqs only promise order). One more round trip each only for a
+    record the batch did not expect to exist, for the other versions of a fact key, or for
+    more new records than it expected. Observe's write is this one round trip between its
+    WATCH and its MULTI/EXEC; one read after another cost four."""
+    k = batch.keys
+    ids = list(batch.ids)
+    fresh = set(batch.fresh)
+    maybe = ids if batch.restore else [i for i in ids if i not in fresh]
+    edge_names = list(dict.fromkeys(edge_field(e.src, e.dst, e.type.value) for e in batch.edges))
+    drawn = len(batch.fresh)
+    parts, maybe_parts = list(chunks(ids)), list(chunks(maybe))
+    calls: list[Call] = [("execute_command", "MGET", *(k.record(i) for i in c)) for c in parts]
+    for c in maybe_parts:
+        calls += [("zmscore", k.all, list(c)), ("hmget", k.doc, list(c))]
+    calls += [("smembers", k.text_hash(d)) for d in batch.new_digests]
+    if edge_names:
+        calls.append(("hmget", k.edges, edge_names))
+    calls += [("smembers", k.fact_key(f)) for f in batch.fact_keys]
+    if drawn:
+        calls.append(("incrby", k.seq, drawn))
+    replies = iter((yield Pipelined(tuple(calls), atomic=False)) if calls else ())
+
+    records: dict[str, Memory] = {}
+    for c in parts:
+        for memory_id, raw in zip(c, next(replies), strict=True):
+            if raw is not None:
+                records[memory_id] = load_memory(raw, k.record(memory_id))
+    seqs: dict[str, int] = {}
+    docs: dict[str, tuple[int, list[str]]] = {}
+
+    def keep(part: Sequence[str], scores: list[Any], raws: list[Any]) -> None:
+        for memory_id, score, raw in zip(part, scores, raws, strict=True):
+            if memory_id not in records:
+                continue
+            if score is not None:
+                seqs[memory_id] = int(score)
+            doc = parse_doc(raw)
+            if doc is not None:
+                docs[memory_id] = doc
+
+    for c in maybe_parts:
+        keep(c, next(replies), next(replies))
+    hash_members = {d: set(next(replies)) for d in batch.new_digests}
+    edge_weights: dict[str, float] = {}
+    if edge_names:
+        for name, weight in zip(edge_names, next(replies), strict=True):
+            if weight is not None:
+                edge_weights[name] = float(weight)
+    fact_members = {f: set(next(replies)) - set(ids) for f in batch.fact_keys}
+    top = int(next(replies)) if drawn else 0
+
+    expected = set(maybe)
+    late = [i for i in ids if i in records and i not in expected]
+    for c in chunks(late):  # stored, though the batch expected to create it
+        scores, raws = yield Pipelined(
+            (("zmscore", k.all, list(c)), ("hmget", k.doc, list(c))), atomic=False
+        )
+        keep(c, scores, raws)
+    key_active: dict[str, set[str]] = {}
+    others = sorted(set().union(*fact_members.values())) if fact_members else []
+    versions = (yield from _each_record(k, others, load_memory)) if others else {}
+    for fact, members in fact_members.items():
+        key_active[fact] = {i for i in members if i in versions and versions[i].is_active}
+    new = sum(1 for i in ids if i not in records)
+    if new > drawn:
+        top, drawn = int((yield ("incrby", k.seq, new))), new
+    first_seq = top - drawn + 1 if new else 0
+    return Stored(records, seqs, docs, hash_members, edge_weights, key_active), first_seq
 
 
 # --- scan ---------------------------------------------------------------------------------

@@ -69,10 +69,8 @@ from .redis_lexical_mirror import MirrorSet, mirrored_search
 from .redis_plan import (
     CheckedBatch,
     Command,
-    Stored,
     check_batch,
     dumps,
-    edge_field,
     load_journal_entry,
     parse_doc,
     plan_commit,
@@ -236,6 +234,7 @@ class RedisStore:
         self._scripts = {
             "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
             "keep": client.register_script(reads.KEEP_SCRIPT),
+            "entity_top": client.register_script(reads.ENTITY_TOP_SCRIPT),
         }
         self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
         self._guard(client.ping)
@@ -347,40 +346,15 @@ class RedisStore:
                 register.append(("SADD", self._namespaces_key, checked.namespace))
 
         def body(pipe: Any) -> list[Command]:
-            return self._plan(pipe, checked) + register
+            return self._plan(checked) + register
 
         self._guard(self._transact, checked.watch_keys(), body)
 
-    def _plan(self, pipe: Any, batch: CheckedBatch) -> list[Command]:
-        k = batch.keys
-        ids = list(batch.ids)
-        records = self._read_records(pipe, k, ids)
-        stored_ids = [i for i in ids if i in records]
-        seqs: dict[str, int] = {}
-        docs: dict[str, tuple[int, list[str]]] = {}
-        if stored_ids:
-            for memory_id, score in zip(stored_ids, pipe.zmscore(k.all, stored_ids), strict=True):
-                if score is not None:
-                    seqs[memory_id] = int(score)
-            for memory_id, raw in zip(stored_ids, pipe.hmget(k.doc, stored_ids), strict=True):
-                doc = parse_doc(raw)
-                if doc is not None:
-                    docs[memory_id] = doc
-        hash_members = {d: set(pipe.smembers(k.text_hash(d))) for d in batch.new_digests}
-        edge_weights: dict[str, float] = {}
-        if batch.edges:
-            names = list(dict.fromkeys(edge_field(e.src, e.dst, e.type.value) for e in batch.edges))
-            for name, weight in zip(names, pipe.hmget(k.edges, names), strict=True):
-                if weight is not None:
-                    edge_weights[name] = float(weight)
-        key_active: dict[str, set[str]] = {}
-        for fact in batch.fact_keys:
-            members = sorted(set(pipe.smembers(k.fact_key(fact))) - set(ids))
-            versions = self._read_records(pipe, k, members) if members else {}
-            key_active[fact] = {i for i, m in versions.items() if m.is_active}
-        stored = Stored(records, seqs, docs, hash_members, edge_weights, key_active)
-        new = sum(1 for i in ids if i not in records)
-        first_seq = int(pipe.incrby(k.seq, new)) - new + 1 if new else 0
+    def _plan(self, batch: CheckedBatch) -> list[Command]:
+        """Read what the write depends on (after its WATCH, on another connection of the
+        pool: the server has the WATCH before it gets these reads, so a change after them
+        still aborts the EXEC) and plan it."""
+        stored, first_seq = self._run(reads.write_state(batch))
         return plan_commit(batch, stored, first_seq)
 
     def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:

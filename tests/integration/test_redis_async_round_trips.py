@@ -165,6 +165,10 @@ def test_every_operation_costs_the_same_round_trips_and_commands(server_url: str
         async_costs = measure(asynchronous, async_trips, server_url)
     assert all(trips > 0 for trips, _ in sync_costs.values()), sync_costs  # counting works
     assert sync_costs["get"] == (1, {"get": 1})  # one GET, one round trip
+    # a new memory: WATCH, every read its plan needs in one pipeline, MULTI/EXEC
+    assert sync_costs["commit"][0] == 3, sync_costs["commit"]
+    # the newest ids with their ties (one script), then their records and seqs
+    assert sync_costs["find_by_entity"][0] == 2, sync_costs["find_by_entity"]
     for name, _ in OPERATIONS:
         assert async_costs[name] == sync_costs[name], name
 
