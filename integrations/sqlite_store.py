@@ -309,12 +309,9 @@ class _Row:
 class SQLiteStore:
     """RecordStore and LexicalIndex over one SQLite file (see the module docstring).
 
-    Thread-safe: writes share one connection under a re-entrant lock, because sqlite3
-    connections must not run two statements at once and the engine's async twins call in
-    from worker threads. Reads have a connection and lock of their own, so a read snapshot
-    (recall) never waits behind a write transaction (a background touch, an observe): WAL
-    lets both run at once, and a read started after a commit sees it. Process-safe: WAL
-    plus ``BEGIN IMMEDIATE`` with a busy timeout.
+    Thread-safe: one connection shared under a re-entrant lock, because sqlite3 connections
+    must not run two statements at once and the engine's async twins call in from worker
+    threads. Process-safe: WAL plus ``BEGIN IMMEDIATE`` with a busy timeout.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -322,9 +319,6 @@ class SQLiteStore:
         self._path = Path(os.fspath(path))
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
-        # ":memory:" is private to its connection: there, reads share the writer's
-        self._read_lock = self._lock if self._memory else threading.RLock()
-        self._reader: sqlite3.Connection | None = None
         self._mirrors: OrderedDict[str, Bm25Mirror] = OrderedDict()
         self._tx_gen: int | None = None  # the lexical generation of the open write, if any
         self._decoded = DecodedRecords()  # recall re-reads the same records: decode once
@@ -445,25 +439,6 @@ class SQLiteStore:
             )
         return self._conn
 
-    def _read_connection(self) -> sqlite3.Connection:
-        """The connection reads use (with `_read_lock` held), opened on first use."""
-        if self._memory or self._conn is None:
-            return self._connection()
-        if self._reader is None:
-            try:
-                reader = sqlite3.connect(
-                    os.fspath(self._path),
-                    timeout=_BUSY_TIMEOUT_MS / 1000,
-                    isolation_level=None,
-                    check_same_thread=False,
-                )
-                reader.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-                reader.execute("PRAGMA query_only = ON")  # a read can never write by mistake
-            except sqlite3.Error as e:
-                raise self._translate(e) from None
-            self._reader = reader
-        return self._reader
-
     def _translate(self, e: sqlite3.Error) -> Exception:
         msg = str(e)
         translated: Exception = e
@@ -499,8 +474,8 @@ class SQLiteStore:
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """A read snapshot, so multi-statement reads (count, get_many) agree with themselves."""
-        with self._read_lock:
-            conn = self._read_connection()
+        with self._lock:
+            conn = self._connection()
             try:
                 conn.execute("BEGIN")
                 try:
@@ -802,7 +777,7 @@ class SQLiteStore:
         """Deleted text leaves this process's memory at once, not at the next search (after
         the commit: a rolled-back delete must not drop a document the log will not bring
         back). `None` drops the namespace's whole mirror."""
-        with self._read_lock:  # the mirrors belong to the reads (search updates them)
+        with self._lock:
             mirror = self._mirrors.get(ns)
             if mirror is None:
                 return
@@ -1219,11 +1194,8 @@ class SQLiteStore:
     # --- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock, self._read_lock:
+        with self._lock:
             self._mirrors.clear()
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
