@@ -178,9 +178,29 @@ class Memory:
         changes.setdefault("version", self.version + 1)
         return dataclasses.replace(self, **changes)
 
+    def reinforced(self, at: datetime, window: int) -> Memory:
+        """The next version with one more access at `at` (kept among the last `window`).
+
+        Every recall reinforces its hits, so this runs for each of them: it copies the
+        fields instead of re-validating them through `evolve`, which only the three
+        changed fields would need (and they are valid by construction)."""
+        at = utc(at)
+        new = object.__new__(Memory)
+        for name in _FIELD_NAMES:
+            object.__setattr__(new, name, getattr(self, name))
+        object.__setattr__(new, "last_accessed_at", max(self.last_access, at))
+        object.__setattr__(new, "access_count", self.access_count + 1)
+        object.__setattr__(new, "recent_accesses", (*self.recent_accesses, at)[-window:])
+        object.__setattr__(new, "version", self.version + 1)
+        object.__setattr__(new, "metadata", dict(self.metadata))  # never shared, as evolve
+        return new
+
     def valid_at(self, when: datetime) -> bool:
         """Was this memory what was believed at `when`?"""
         return self.created_at <= when and (self.valid_to is None or when < self.valid_to)
+
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Memory))
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,12 +98,7 @@ def importance_score(memory: Memory, degree: int, now: datetime, policy: Policy)
 
 def reinforce(memory: Memory, at: datetime, window: int) -> Memory:
     """Access reinforcement: the decay clock restarts at `at` and the access is counted."""
-    recent = (*memory.recent_accesses, at)[-window:]
-    return memory.evolve(
-        last_accessed_at=max(memory.last_access, at),
-        access_count=memory.access_count + 1,
-        recent_accesses=recent,
-    )
+    return memory.reinforced(at, window)
 
 
 def next_confidence(confidence: float, policy: Policy) -> float:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reverie.core import Kind, Memory, Policy, Tier
 from reverie.core.scoring import (
@@ -20,6 +22,7 @@ from reverie.core.scoring import (
     qualifies_as_crystal,
     reinforce,
 )
+from tests.unit.test_codec import memories
 
 P = Policy()
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
@@ -136,3 +139,22 @@ def test_final_score_blend() -> None:
     assert final_score(0.8, 0.5, P) == pytest.approx(0.77)
     assert final_score(0.8, 0.5, P.replace(alpha=0.7)) == pytest.approx(0.71)
     assert final_score(0.8, 0.5, P.replace(alpha=1.0)) == pytest.approx(0.8)
+
+
+@settings(max_examples=200)
+@given(memories(), st.integers(0, 10**9), st.integers(1, 6))
+def test_the_fast_reinforcement_equals_a_validated_evolve(
+    m: Memory, later_us: int, window: int
+) -> None:
+    """`Memory.reinforced` skips re-validation; it must build exactly what `evolve` builds
+    (naive and non-UTC times included)."""
+    at = (T0 + timedelta(microseconds=later_us)).astimezone(timezone(timedelta(hours=-3)))
+    expected = m.evolve(
+        last_accessed_at=max(m.last_access, at),
+        access_count=m.access_count + 1,
+        recent_accesses=(*m.recent_accesses, at)[-window:],
+    )
+    got = reinforce(m, at, window)
+    assert got == expected
+    assert got.last_access.tzinfo is UTC and all(t.tzinfo is UTC for t in got.recent_accesses)
+    assert got.metadata == m.metadata and got.metadata is not m.metadata
