@@ -22,8 +22,10 @@ floor of what a real deployment (Redis and Chroma on their own hosts) would see.
 Run: python benchmarks/latency_tiers.py [--sizes 10000 100000] [--queries 200]
      [--workers 1 2 4] [--throughput-ops 1200] [--index-modes behind inline]
      [--build-budget 1800]
-Throughput only, into its own files (latency_tiers.md keeps the recall tables):
-     python benchmarks/latency_tiers.py --sizes --name latency_tiers_throughput
+Throughput only, into its own files (latency_tiers.md keeps the recall tables), repeated
+runs with medians (the machine is shared, single runs of the ratio vary by +-0.3x):
+     python benchmarks/latency_tiers.py --sizes --tiers shared --index-modes behind \
+         --throughput-ops 2400 --repeat 6 --name latency_tiers_throughput
 """
 
 from __future__ import annotations
@@ -398,21 +400,29 @@ def _observe_worker(
 
 def throughput(
     workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
-    servers: Servers, tmp: Path, modes: Sequence[bool] = (True,),
+    servers: Servers, tmp: Path, modes: Sequence[bool] = (True,), repeat: int = 1,
 ) -> list[dict[str, Any]]:
     """Each mode (index_async True = vectors written behind observe, the default; False =
     inline) at each worker count; per-process CPU from /proc, Redis commands from INFO
-    commandstats, vector index calls counted by each worker's engine."""
+    commandstats, vector index calls counted by each worker's engine.
+
+    `repeat` > 1 measures every worker count that many times, the order reversed every
+    other run (1, 2, 4, then 4, 2, 1, ...), so a slow spell of the shared machine does not
+    always land on the same row; each run's ratios are against its own one-worker row."""
     import redis
 
     rc = redis.Redis.from_url(servers.redis_url, decode_responses=True)
     rows: list[dict[str, Any]] = []
     offset = 0
-    for index_async in modes:
-        mode_rows, offset = _throughput_mode(
-            workers, total_ops, corpus, embedder, servers, tmp, index_async, offset, rc
-        )
-        rows += mode_rows
+    for run in range(repeat):
+        order = list(workers) if run % 2 == 0 else list(reversed(workers))
+        for index_async in modes:
+            mode_rows, offset = _throughput_mode(
+                order, total_ops, corpus, embedder, servers, tmp, index_async, offset, rc
+            )
+            for r in mode_rows:
+                r["run"] = run + 1
+            rows += sorted(mode_rows, key=lambda r: r["workers"])
     rc.close()
     return rows
 
@@ -487,7 +497,7 @@ def _throughput_mode(
         })
         print(f"  throughput {n} workers (index_async={index_async}): {ops / wall:.0f} "
               "observe/s", file=sys.stderr)
-    base = rows[0]["observe_per_s"]
+    base = min(rows, key=lambda r: r["workers"])["observe_per_s"]
     for r in rows:
         r["speedup_vs_1"] = r["observe_per_s"] / base
     return rows, offset
@@ -597,17 +607,18 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
         "INFO commandstats (MULTI/EXEC/WATCH included); vector writes = upsert calls to the "
         "Chroma server per observe.",
         "",
-        "| vectors | workers | observes | wall s | observe/s | vs 1 worker | worker CPU | "
+        "| run | vectors | workers | observes | wall s | observe/s | vs 1 worker | worker CPU | "
         "redis CPU | chroma CPU | cores busy | Redis cmds / observe | vector writes / "
         "observe | worker RSS MB (mean) | worker peak RSS MB | redis-server RSS MB | "
         "chroma server RSS MB | load 1m |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in tput:
         def num(key: str, fmt: str = ".2f", t: dict[str, Any] = t) -> str:
             return format(t[key], fmt) if key in t else "-"
         load = t.get("load_1m_before_after")
         lines.append(
+            f"| {t.get('run', 1)} "
             f"| {'behind' if t.get('index_async', False) else 'inline'} | {t['workers']} | "
             f"{t['observes']} | {t['wall_s']:.1f} | {t['observe_per_s']:.0f} | "
             f"{t['speedup_vs_1']:.2f}x | {num('worker_cpu_ms_per_observe')} | "
@@ -618,6 +629,33 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
             f"{t['redis_server_rss_mb']:.0f} | {t['chroma_server_rss_mb']:.0f} | "
             + (f"{load[0]:.1f} -> {load[1]:.1f} |" if load else "- |")
         )
+    return lines + render_medians(tput)
+
+
+def render_medians(tput: list[dict[str, Any]]) -> list[str]:
+    """Over repeated runs: each worker count's median rate, and the median of the runs'
+    own ratios to their one-worker row (every ratio listed)."""
+    runs = {t.get("run", 1) for t in tput}
+    if len(runs) < 2:
+        return []
+    lines = [
+        "",
+        f"Over the {len(runs)} runs (median; every run's ratio listed in run order):",
+        "",
+        "| vectors | workers | observe/s (median) | vs 1 worker (median) | each run |",
+        "|---|---|---|---|---|",
+    ]
+    for mode in sorted({bool(t.get("index_async", False)) for t in tput}, reverse=True):
+        rows = [t for t in tput if bool(t.get("index_async", False)) == mode]
+        for n in sorted({t["workers"] for t in rows}):
+            mine = sorted((t for t in rows if t["workers"] == n), key=lambda t: t.get("run", 1))
+            ratios = [t["speedup_vs_1"] for t in mine]
+            lines.append(
+                f"| {'behind' if mode else 'inline'} | {n} | "
+                f"{float(np.median([t['observe_per_s'] for t in mine])):.0f} | "
+                f"{float(np.median(ratios)):.2f}x | "
+                + ", ".join(f"{r:.2f}x" for r in ratios) + " |"
+            )
     return lines
 
 
@@ -640,6 +678,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workers", nargs="*", type=int, default=[1, 2, 4])
     ap.add_argument("--throughput-ops", type=int, default=800)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="throughput runs over every worker count, the order reversed every "
+                         "other run; the report adds each count's median and every run's "
+                         "ratio")
     ap.add_argument("--index-modes", nargs="+", choices=["behind", "inline"],
                     default=["behind", "inline"],
                     help="throughput with vectors written behind observe (the default "
@@ -661,7 +703,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     load_before = os.getloadavg()
     embedder, corpus, queries = build_table(
         max(args.sizes, default=0), args.queries,
-        100 + args.throughput_ops * max(1, len(args.workers)) * len(args.index_modes),
+        100 + args.throughput_ops * max(1, len(args.workers)) * len(args.index_modes)
+        * max(1, args.repeat),
         args.captions,
         args.vector_cache,
     )
@@ -709,7 +752,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 fresh = corpus[max(args.sizes, default=0) + 100 :]
                 modes = [m == "behind" for m in args.index_modes]
                 tput = throughput(args.workers, args.throughput_ops, fresh, embedder,
-                                  servers, tmp, modes)
+                                  servers, tmp, modes, max(1, args.repeat))
         finally:
             servers.stop()
     print(save())
