@@ -436,10 +436,15 @@ def _throughput_mode(
     warm = "warm-up: open every connection before the clock starts"
     redis_pid = servers.redis.proc.pid if servers.redis.proc else None
     chroma_pid = servers.chroma.proc.pid if servers.chroma.proc else None
+    # The rows share one block of texts dealt out in turn, so each row observes the same
+    # mix: beyond the real captions the corpus holds longer two-caption composites, and a
+    # row given a later slice of its own would observe longer texts than the others.
+    block = corpus[offset : offset + total_ops * len(workers)]
+    offset += total_ops * len(workers)
+    dealt = {n: block[i :: len(workers)] for i, n in enumerate(sorted(workers))}
     for n in workers:
         per = total_ops // n
-        chunks = [corpus[offset + w * per : offset + (w + 1) * per] for w in range(n)]
-        offset += per * n
+        chunks = [dealt[n][w * per : (w + 1) * per] for w in range(n)]
         needed = [t for c in chunks for t in c] + [warm]
         vec_file = tmp / f"vectors-{n}.npz"
         np.savez(
