@@ -844,8 +844,16 @@ class MemoryEngine:
                 self._similarities(ns, qvec, lexical_only, fetched) if lexical_only else {}
             )
             candidates = fuse(dense, lexical, self.policy, extra)
-            seeds, read = self._context_seeds(ns, candidates, admit, early)
-            times = self._created_times(ns, candidates, read, lexical_times)
+            if getattr(self.vectors, "remote", False):
+                # The lexical hits' records are here already; reading the dense hits' in
+                # one round trip too gives every time, seed and score, where reading by
+                # need would take two or three more round trips to the shared store.
+                read = early | self._read(ns, [h.id for h in dense if h.id not in early])
+                seeds, read = self._context_seeds(ns, candidates, admit, read)
+                times = {i: m.created_at for i, m in read.items()}
+            else:
+                seeds, read = self._context_seeds(ns, candidates, admit, early)
+                times = self._created_times(ns, candidates, read, lexical_times)
             candidates = conversation_context(candidates, seeds, times, self.policy)
             memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, read)
         else:
