@@ -226,7 +226,9 @@ class MemoryEngine:
         # recall's access reinforcement, written behind the caller when
         # policy.reinforce_async (core/reinforcement.py); its thread starts on first use
         self._reinforcer = Reinforcer(
-            self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries
+            self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries,
+            linger=policy.reinforce_linger_seconds,
+            apply_many=self._touch_many if hasattr(store, "touch_many") else None,
         )
         # observe's new vectors, written behind the caller in batches when
         # policy.index_async (core/indexing.py); its thread starts on first use
@@ -258,6 +260,13 @@ class MemoryEngine:
 
     def _touch(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         self.store.touch(namespace, ids, at, self.policy.access_window)
+
+    def _touch_many(
+        self, namespace: str, events: Sequence[tuple[Sequence[str], datetime]]
+    ) -> None:
+        self.store.touch_many(  # type: ignore[attr-defined]  # optional capability
+            namespace, events, self.policy.access_window
+        )
 
     def flush_reinforcement(self) -> None:
         """Wait until every recall's access reinforcement and every vector observe queued

@@ -144,6 +144,10 @@ class Policy:
     reinforce_async: bool = True  # False: recall writes its touch before returning
     reinforce_queue: int = 1024  # queued touches; a full queue makes recall touch inline
     reinforce_retries: int = 3  # re-tries of a failed background touch before it is logged
+    # the worker waits this long after a recall for more, then writes them together (one
+    # transaction where the store can): a burst of recalls is not slowed by one write each.
+    # A read that needs a queued touch, flush() and close() cut the wait short.
+    reinforce_linger_seconds: float = 0.02
     # --- write-behind vector indexing (core/indexing.py): observe returns once its record
     # is committed; one thread writes the queued vectors in batches. The engine's own reads
     # wait for them; other processes find the memory lexically until its batch lands

@@ -96,14 +96,17 @@ class RecordStore(Protocol):
     """System of record for memories and edges, partitioned by namespace.
 
     Optional capabilities, not part of the protocol (core looks them up with `getattr`
-    and falls back when they are absent; SQLiteStore and RedisStore have all three):
+    and falls back when they are absent; SQLiteStore and RedisStore have the first two):
 
     - `created_times(namespace, ids) -> dict[str, datetime]`: when each was created,
       without decoding records (conversation context);
     - `put_embeddings(namespace, {id: vector}) -> int` / `embeddings(namespace, ids)`:
       the embedding kept beside each record (only while the record exists, deleted with
       it), so recall scores lexical-only candidates and `repair` rebuilds the vector
-      tier without asking the index or the model.
+      tier without asking the index or the model;
+    - `touch_many(namespace, [(ids, at), ...], window)`: `touch` of each event in order,
+      all in one atomic write (SQLiteStore): the background reinforcement writes a burst
+      of recalls' touches together.
     """
 
     def commit(self, batch: WriteBatch) -> None: ...

@@ -306,6 +306,11 @@ class _Row:
         self.text = text
 
 
+def _check_window(window: int) -> None:
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise InvalidInput(f"window must be a positive int, got {window!r}")
+
+
 class SQLiteStore:
     """RecordStore and LexicalIndex over one SQLite file (see the module docstring).
 
@@ -697,6 +702,49 @@ class SQLiteStore:
             [(ns, entity, m.id, created) for entity in sorted(m.entities)],
         )
 
+    def touch_many(
+        self,
+        namespace: str,
+        events: Sequence[tuple[Sequence[str], datetime]],
+        window: int,
+    ) -> None:
+        """`touch` of each (ids, at) in order, in one transaction: each record is read and
+        written once however many of the events reinforce it. Not part of the RecordStore
+        port: the background reinforcement writes a burst of recalls' touches with it."""
+        ns = validate_namespace(namespace)
+        _check_window(window)
+        steps = [(_unique(ids), utc(at)) for ids, at in events]
+        wanted = _unique(i for ids, _ in steps for i in ids)
+        if not wanted:
+            return
+        with self._write() as conn:
+            current: dict[str, tuple[int, Memory]] = {}
+            for chunk in _chunks(wanted):
+                for seq, record in conn.execute(
+                    f"SELECT seq, record FROM memories WHERE namespace = ? "
+                    f"AND id IN ({_marks(len(chunk))})",
+                    (ns, *chunk),
+                ):
+                    m = self._load(record)
+                    current[m.id] = (seq, m)
+            changed: dict[str, tuple[int, Memory]] = {}
+            for ids, when in steps:
+                for i in ids:
+                    if i in current:
+                        seq, m = current[i]
+                        current[i] = changed[i] = (seq, reinforce(m, when, window))
+            written = [
+                (m, _dumps(memory_to_dict(m), f"memory {m.id!r}"), seq)
+                for seq, m in changed.values()
+            ]
+            conn.executemany(
+                "UPDATE memories SET version = ?, updated_at = ?, record = ? WHERE seq = ?",
+                [(m.version, _us(m.updated_at or m.created_at), rec, seq)
+                 for m, rec, seq in written],
+            )
+        for m, rec, _ in written:  # committed: the next recall reads these back
+            self._decoded.remember(rec, m)
+
     def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:
         """Read-reinforce-write under the write lock, so concurrent touches all count.
 
@@ -704,8 +752,7 @@ class SQLiteStore:
         An id listed twice is reinforced once (one retrieval is one access).
         """
         ns = validate_namespace(namespace)
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise InvalidInput(f"window must be a positive int, got {window!r}")
+        _check_window(window)
         when = utc(at)
         wanted = _unique(ids)
         if not wanted:

@@ -28,10 +28,12 @@ class GatedStore(InMemoryStore):
         super().__init__()
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()  # a touch has reached the store
         self.touches = 0
         self.fail_next = 0
 
     def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:
+        self.entered.set()
         self.gate.wait(timeout=30)
         if self.fail_next > 0:
             self.fail_next -= 1
@@ -129,10 +131,12 @@ def test_full_queue_touches_inline_and_loses_nothing() -> None:
     def recall_four() -> None:
         for i in range(4):
             engine.recall("alpha apples", namespace=f"n{i}", k=1)
+            if i == 0:
+                assert store.entered.wait(timeout=10)
         done.set()
 
-    # the worker holds one touch (blocked in the store) and the queue holds two, so one
-    # recall finds the queue full and applies its touch itself (blocking like the worker)
+    # the worker holds the first touch (blocked in the store) and the queue holds two, so
+    # one recall finds the queue full and applies its touch itself (blocking like the worker)
     t = threading.Thread(target=recall_four)
     t.start()
     assert not done.wait(timeout=0.5)
@@ -226,3 +230,77 @@ def test_a_forked_child_does_not_wait_for_the_parents_queue() -> None:
     r.close()
     assert not hung and child.exitcode == 0
     assert applied == [("a",), ("b",)]  # the parent still applied its own touches
+
+
+class BatchingStore(InMemoryStore):
+    """A store with the optional `touch_many`: records each batch it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[tuple[tuple[str, ...], datetime]]] = []
+
+    def touch_many(
+        self, namespace: str, events: Sequence[tuple[Sequence[str], datetime]], window: int
+    ) -> None:
+        self.batches.append([(tuple(ids), at) for ids, at in events])
+        for ids, at in events:
+            super().touch(namespace, ids, at, window)
+
+
+def test_touches_queued_during_the_linger_are_written_in_one_batch_per_namespace_run() -> None:
+    """A long linger proves the batching (close() ends it early); a namespace change
+    starts a new batch, and a run of one goes through the plain `apply`."""
+    single: list[tuple[str, tuple[str, ...]]] = []
+    batches: list[tuple[str, list[tuple[tuple[str, ...], datetime]]]] = []
+    r = Reinforcer(
+        lambda ns, ids, at: single.append((ns, tuple(ids))),
+        capacity=100, retries=0, linger=30.0,
+        apply_many=lambda ns, events: batches.append(
+            (ns, [(tuple(ids), at) for ids, at in events])
+        ),
+    )
+    for i in range(4):
+        r.submit("a", [f"m{i}"], T0 + timedelta(seconds=i))
+    r.submit("b", ["x"], T0)
+    r.submit("a", ["m0"], T0)
+    r.close()
+    assert batches == [("a", [((f"m{i}",), T0 + timedelta(seconds=i)) for i in range(4)])]
+    assert single == [("b", ("x",)), ("a", ("m0",))]
+
+
+def test_a_read_needing_a_queued_touch_does_not_wait_out_the_linger() -> None:
+    store = BatchingStore()
+    engine = make_engine(Policy(reinforce_linger_seconds=30.0), store=store)
+    a = engine.observe("alpha apples", namespace="ns").id
+    engine.recall("alpha apples", namespace="ns", k=1)
+    result: list[int] = []
+    reader = threading.Thread(
+        target=lambda: result.append(engine.recall("alpha apples", namespace="ns", k=1)[0]
+                                     .memory.access_count)
+    )
+    reader.start()
+    reader.join(timeout=10)  # a 30 s linger would hold it far longer
+    assert not reader.is_alive() and result == [1]
+    engine.flush_reinforcement()  # also cuts the linger: the second touch is written
+    assert store.get("ns", a).access_count == 2  # type: ignore[union-attr]
+    engine.close()
+
+
+def test_a_failing_batch_is_retried_whole_then_reported_per_touch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[int] = []
+
+    def broken(namespace: str, events: Sequence[tuple[Sequence[str], datetime]]) -> None:
+        calls.append(len(events))
+        raise BackendUnavailable("store went away")
+
+    r = Reinforcer(lambda ns, ids, at: None, capacity=100, retries=1, linger=30.0,
+                   apply_many=broken)
+    for i in range(3):
+        r.submit("ns", [f"m{i}"], T0)
+    with caplog.at_level(logging.ERROR, logger="reverie"):
+        r.close()
+    assert calls == [3, 3]  # the batch, then its one retry: a failed batch wrote nothing
+    assert [e.ids for e, _ in r.failed] == [("m0",), ("m1",), ("m2",)]
+    assert caplog.text.count("failed after 2 attempts") == 3
