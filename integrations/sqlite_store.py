@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from reverie.core.clock import utc
-from reverie.core.codec import DecodedRecords, memory_to_dict
+from reverie.core.codec import DECODED_RECORDS, DecodedRecords, memory_to_dict
 from reverie.core.errors import (
     BackendUnavailable,
     ConflictError,
@@ -319,14 +319,18 @@ class SQLiteStore:
     threads. Process-safe: WAL plus ``BEGIN IMMEDIATE`` with a busy timeout.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, decoded_records: int = DECODED_RECORDS
+    ) -> None:
+        """`decoded_records`: how many decoded records to keep for re-reads (about 2 KB
+        each; 0 turns it off), see core.codec.DecodedRecords."""
         self._memory = os.fspath(path) == ":memory:"
         self._path = Path(os.fspath(path))
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._mirrors: OrderedDict[str, Bm25Mirror] = OrderedDict()
         self._tx_gen: int | None = None  # the lexical generation of the open write, if any
-        self._decoded = DecodedRecords()  # recall re-reads the same records: decode once
+        self._decoded = DecodedRecords(decoded_records)  # recall re-reads the same records
         if not self._memory:
             self._check_file()
             self._path.parent.mkdir(parents=True, exist_ok=True)

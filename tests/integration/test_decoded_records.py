@@ -78,3 +78,16 @@ def test_what_a_caller_does_to_a_read_memory_changes_nothing(two_views: Pair) ->
     assert store.get("ns", m.id) == m
     assert store.get("ns", m.id).metadata == {"profile": {"city": "Lisbon"}}  # type: ignore[union-attr]
     assert store.get("ns", plain.id) == plain
+
+
+def test_the_sqlite_store_can_keep_fewer_or_no_decoded_records(tmp_path: Path) -> None:
+    path = tmp_path / "reverie.db"
+    writer = SQLiteStore(path)
+    memories = [make_memory() for _ in range(3)]
+    writer.commit(WriteBatch("ns", puts=memories))
+    for size, kept in ((0, 0), (2, 2)):
+        reader = SQLiteStore(path, decoded_records=size)
+        got = reader.get_many("ns", [m.id for m in memories])
+        assert list(got.values()) == memories and len(reader._decoded) == kept
+        reader.close()
+    writer.close()
