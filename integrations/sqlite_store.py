@@ -248,11 +248,21 @@ def _migrate_to_4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_to_5(conn: sqlite3.Connection) -> None:
+    """Recall looks up when each of its ~80 candidates was observed (conversation
+    context); an index that holds the time answers from the index alone instead of
+    visiting every record's row (50 ids: 0.15 -> 0.055 ms at 10k)."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memories_created ON memories (namespace, id, created_at)"
+    )
+
+
 _MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
     _migrate_to_4,
+    _migrate_to_5,
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 

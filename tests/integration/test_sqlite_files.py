@@ -241,6 +241,7 @@ def _as_version_1(path: Path) -> None:
     conn.execute("ALTER TABLE namespace_ids DROP COLUMN lexical_gen")
     conn.execute("ALTER TABLE namespace_ids DROP COLUMN created_gen")
     conn.execute("DROP TABLE lexical_changes")
+    conn.execute("DROP INDEX memories_created")
     conn.execute("DELETE FROM meta WHERE name LIKE 'lexical.%'")
     conn.execute("DROP TABLE memory_fts")
     conn.execute(
@@ -279,7 +280,12 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         assert [h.id for h in store.search("other", "sunrise", 5)] == ["c"]
         assert store.get("ns", "a") == painted
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT id, created_at FROM memories "
+        "WHERE namespace = 'ns' AND id IN ('a', 'b')"
+    ).fetchall()
+    assert "COVERING INDEX memories_created" in str(plan)  # created_times reads no row
     assert conn.execute("SELECT text FROM memory_fts").fetchall() == [
         ("melani paint a sunris over the lake at the cafe",),  # namespace ns first (num 1)
         ("melani paint a sunris",),
