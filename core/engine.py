@@ -192,7 +192,6 @@ def _to_thread(fn: Callable[P, R]) -> Callable[P, Any]:
     return twin
 
 
-
 class MemoryEngine:
     def __init__(
         self,
