@@ -102,10 +102,10 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
         engine.policy = defaults
         return took
 
-    # Interleaved: for each query every mode runs once, the order of modes rotating from
-    # round to round, so the baseline and each mode meet the same moments of a shared
-    # machine; p50 over every sample. Back to back (the default, each touch written behind
-    # while the next recall runs) cannot be interleaved: it runs as a block per round.
+    # Interleaved: for each query every mode runs once, in a random order, so the baseline
+    # and each mode meet the same moments of a shared machine; p50 over every sample.
+    # Back to back (the default, each touch written behind while the next recall runs)
+    # cannot be interleaved: it runs as a block per round.
     modes: dict[str, Any] = {
         "raw10": lambda q, v: raw_one(v, 10),
         "raw50": lambda q, v: raw_one(v, engine.policy.candidate_pool),
@@ -119,12 +119,14 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
     for v, q in zip(vecs, queries, strict=True):  # warm caches equally for every mode
         raw_one(v, 10)
         recall_one(q, False)
-    for r in range(ROUNDS):
-        names = list(modes)[r % len(modes):] + list(modes)[: r % len(modes)]
+    rng = np.random.default_rng(7)
+    for _ in range(ROUNDS):
         this: dict[str, list[float]] = {m: [] for m in [*modes, "back_to_back"]}
         for v, q in zip(vecs, queries, strict=True):
-            for m in names:
-                this[m].append(modes[m](q, v))
+            # a fresh order per query: whichever mode runs a query first finds the CPU
+            # caches colder than the modes after it, so no mode may always go first
+            for m in rng.permutation(list(modes)):
+                this[str(m)].append(modes[str(m)](q, v))
         for q in queries:
             t1 = time.perf_counter()
             engine.recall(q, namespace="bench", k=10)
@@ -188,7 +190,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "status itself). Observe includes embedding one text. In each round every query runs "
         "once in each interleaved mode (raw k=10, raw k=50, recall without reinforcement, "
         "drained = reinforced with the touch written between calls outside the timing, sync "
-        "= Policy(reinforce_async=False), context off), the order of modes rotating by round; "
+        "= Policy(reinforce_async=False), context off), in a random order per query; "
         "then back to back = the default (touch written behind the caller while the next "
         "recall runs) as one block. p50 over all samples; the per-round column shows the "
         "spread of the drained ratio between rounds. Cold = the first recall of each query "
