@@ -401,6 +401,7 @@ def _observe_worker(
 def throughput(
     workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
     servers: Servers, tmp: Path, modes: Sequence[bool] = (True,), repeat: int = 1,
+    prefill: int = 0,
 ) -> list[dict[str, Any]]:
     """Each mode (index_async True = vectors written behind observe, the default; False =
     inline) at each worker count; per-process CPU from /proc, Redis commands from INFO
@@ -408,7 +409,9 @@ def throughput(
 
     `repeat` > 1 measures every worker count that many times, the order reversed every
     other run (1, 2, 4, then 4, 2, 1, ...), so a slow spell of the shared machine does not
-    always land on the same row; each run's ratios are against its own one-worker row."""
+    always land on the same row; each run's ratios are against its own one-worker row.
+    `prefill` > 0 first bulk-loads that many other memories (records and vectors) into each
+    row's namespace, so the workers write into a namespace of that size."""
     import redis
 
     rc = redis.Redis.from_url(servers.redis_url, decode_responses=True)
@@ -418,7 +421,8 @@ def throughput(
         order = list(workers) if run % 2 == 0 else list(reversed(workers))
         for index_async in modes:
             mode_rows, offset = _throughput_mode(
-                order, total_ops, corpus, embedder, servers, tmp, index_async, offset, rc
+                order, total_ops, corpus, embedder, servers, tmp, index_async, offset, rc,
+                prefill,
             )
             for r in mode_rows:
                 r["run"] = run + 1
@@ -429,7 +433,7 @@ def throughput(
 
 def _throughput_mode(
     workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
-    servers: Servers, tmp: Path, index_async: bool, offset: int, rc: Any,
+    servers: Servers, tmp: Path, index_async: bool, offset: int, rc: Any, prefill: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
     ctx = mp.get_context("spawn")
     rows = []
@@ -453,6 +457,11 @@ def _throughput_mode(
                               for t in needed]),
         )
         ns = f"throughput-{n}-{uuid.uuid4().hex[:6]}"
+        if prefill:
+            filler = open_tier("shared", tmp / f"prefill-{ns}", servers, embedder)
+            bulk_load(filler, ns, corpus[offset : offset + prefill])
+            filler.close()
+            offset += prefill
         barrier = ctx.Barrier(n + 1)
         out = ctx.Queue()
         procs = [
@@ -496,6 +505,7 @@ def _throughput_mode(
             "redis_commands_per_observe": commands / ops,
             "vector_writes_per_observe": sum(r["index_calls"] for r in reports) / ops,
             "load_1m_before_after": [load0, os.getloadavg()[0]],
+            "prefilled_memories": prefill,
             "worker_rss_mb_mean": float(np.mean([r["rss_mb"] for r in reports])),
             "worker_peak_rss_mb_max": float(np.max([r["peak_rss_mb"] for r in reports])),
             **servers.rss_mb(),
@@ -610,7 +620,10 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
         "CPU is ms per observe from /proc (workers: user + system of the timed section); "
         "cores busy = all of it over the wall time (2 cores here); Redis commands from "
         "INFO commandstats (MULTI/EXEC/WATCH included); vector writes = upsert calls to the "
-        "Chroma server per observe.",
+        "Chroma server per observe."
+        + (f" Each row's namespace first held {tput[0]['prefilled_memories']:,} other "
+           "memories (bulk-loaded records and vectors, `--prefill`)."
+           if tput and tput[0].get("prefilled_memories") else ""),
         "",
         "| run | vectors | workers | observes | wall s | observe/s | vs 1 worker | worker CPU | "
         "redis CPU | chroma CPU | cores busy | Redis cmds / observe | vector writes / "
@@ -683,6 +696,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workers", nargs="*", type=int, default=[1, 2, 4])
     ap.add_argument("--throughput-ops", type=int, default=800)
+    ap.add_argument("--prefill", type=int, default=0,
+                    help="throughput: memories bulk-loaded into each row's namespace first "
+                         "(default 0: the workers start from an empty namespace)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="throughput runs over every worker count, the order reversed every "
                          "other run; the report adds each count's median and every run's "
@@ -709,7 +725,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     embedder, corpus, queries = build_table(
         max(args.sizes, default=0), args.queries,
         100 + args.throughput_ops * max(1, len(args.workers)) * len(args.index_modes)
-        * max(1, args.repeat),
+        * max(1, args.repeat) * (1 + -(-args.prefill // max(1, args.throughput_ops))),
         args.captions,
         args.vector_cache,
     )
@@ -757,7 +773,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 fresh = corpus[max(args.sizes, default=0) + 100 :]
                 modes = [m == "behind" for m in args.index_modes]
                 tput = throughput(args.workers, args.throughput_ops, fresh, embedder,
-                                  servers, tmp, modes, max(1, args.repeat))
+                                  servers, tmp, modes, max(1, args.repeat), args.prefill)
         finally:
             servers.stop()
     print(save())
