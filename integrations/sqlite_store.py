@@ -765,32 +765,7 @@ class SQLiteStore:
         Only the record changes: status and text do not, so the lexical index is untouched.
         An id listed twice is reinforced once (one retrieval is one access).
         """
-        ns = validate_namespace(namespace)
-        _check_window(window)
-        when = utc(at)
-        wanted = _unique(ids)
-        if not wanted:
-            return
-        touched: list[tuple[str, Memory]] = []
-        with self._write() as conn:
-            for chunk in _chunks(wanted):
-                rows = conn.execute(
-                    f"SELECT seq, record FROM memories WHERE namespace = ? "
-                    f"AND id IN ({_marks(len(chunk))})",
-                    (ns, *chunk),
-                ).fetchall()
-                updates = []
-                for seq, record in rows:
-                    m = reinforce(self._load(record), when, window)
-                    written = _dumps(memory_to_dict(m), f"memory {m.id!r}")
-                    updates.append((m.version, _us(m.updated_at or m.created_at), written, seq))
-                    touched.append((written, m))
-                conn.executemany(
-                    "UPDATE memories SET version = ?, updated_at = ?, record = ? WHERE seq = ?",
-                    updates,
-                )
-        for written, m in touched:  # committed: the next recall reads these back
-            self._decoded.remember(written, m)
+        self.touch_many(namespace, [(ids, at)], window)
 
     def delete(self, namespace: str, ids: Iterable[str]) -> int:
         """Real deletion for privacy: no row anywhere keeps the text or the links."""
