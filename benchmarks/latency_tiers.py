@@ -186,17 +186,17 @@ def open_tier(tier: str, home: Path, servers: Servers, embedder: TableEmbedder) 
 # --- one tier at one size ------------------------------------------------------------------
 
 
-def measure(
+def build(
     tier: str,
     size: int,
     corpus: list[str],
-    queries: list[str],
     embedder: TableEmbedder,
     servers: Servers,
     tmp: Path,
     budget_s: float,
     bulk_above: int,
-) -> dict[str, Any]:
+) -> tuple[Any, str, dict[str, Any]]:
+    """One tier's engine holding `size` memories (plus 100 single observes, timed)."""
     from reverie.core.engine import Observation
 
     ns = f"{NS}-{size}"
@@ -226,51 +226,86 @@ def measure(
         t1 = time.perf_counter()
         engine.observe(t, namespace=ns)
         obs.append(time.perf_counter() - t1)
-
-    def recall(reinforce: bool, drain: bool = False) -> list[float]:
-        out = []
-        for q in queries:
-            t1 = time.perf_counter()
-            engine.recall(q, namespace=ns, k=10, reinforce=reinforce)
-            out.append(time.perf_counter() - t1)
-            if drain:  # untimed: the background touch finishes between calls
-                engine.flush_reinforcement()
-        engine.flush_reinforcement()
-        return out
-
-    recall(False)  # warm both tiers' caches the same way
-    r_read, r_full = recall(False), recall(True)
-    # the same reinforcing recalls with the write-behind queue drained between calls
-    # (an agent doing anything between recalls), and with the touch written inline (sync)
-    r_drained = recall(True, drain=True)
-    defaults = engine.policy
-    engine.policy = defaults.replace(reinforce_async=False)
-    r_sync = recall(True)
-    engine.policy = defaults
-    parts = port_parts(engine, ns, queries)
-    stats = engine.stats(namespace=ns)
-    engine.close()
-    return {
-        **parts,
+    engine.flush()
+    return engine, ns, {
         "tier": tier,
         "memories": done + len(held_out),
         "target_memories": size,
         "complete": done == size,
         "build_path": "bulk commit" if bulk_path else "observe_many",
-        "stored": stats["total"],
-        "vectors": stats["vectors"],
         "bulk_observe_per_s": done / bulk,
         "observe_p50_ms": pct(obs, 50),
         "observe_p95_ms": pct(obs, 95),
-        "recall_p50_ms": pct(r_full, 50),
-        "recall_p95_ms": pct(r_full, 95),
-        "recall_no_reinforce_p50_ms": pct(r_read, 50),
-        "recall_no_reinforce_p95_ms": pct(r_read, 95),
-        "recall_drained_p50_ms": pct(r_drained, 50),
-        "recall_drained_p95_ms": pct(r_drained, 95),
-        "recall_sync_p50_ms": pct(r_sync, 50),
-        "recall_sync_p95_ms": pct(r_sync, 95),
     }
+
+
+ROUNDS = 3
+
+
+def measure_tiers(
+    built: dict[str, tuple[Any, str, dict[str, Any]]], queries: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Recall on every tier, interleaved: for each query every (tier, mode) runs once in a
+    random order, so the tiers meet the same moments of a shared machine and their ratio
+    is not one tier's quiet minute against the other's busy one. Back to back (each touch
+    written behind while the next recall runs) cannot be interleaved: it runs as one block
+    per tier and round, the tiers' order alternating."""
+
+    def recall_one(engine: Any, ns: str, q: str, reinforce: bool, policy: Any) -> float:
+        defaults = engine.policy
+        engine.policy = policy
+        t1 = time.perf_counter()
+        engine.recall(q, namespace=ns, k=10, reinforce=reinforce)
+        took = time.perf_counter() - t1
+        engine.flush_reinforcement()  # untimed: the background touch finishes between calls
+        engine.policy = defaults
+        return took
+
+    cases = [(t, m) for t in built for m in ("no_reinforce", "drained", "sync")]
+    samples: dict[tuple[str, str], list[float]] = {
+        (t, m): [] for t in built for m in ("no_reinforce", "drained", "sync", "back_to_back")
+    }
+    for engine, ns, _ in built.values():  # warm both tiers' caches the same way
+        for q in queries:
+            engine.recall(q, namespace=ns, k=10, reinforce=False)
+    rng = np.random.default_rng(11)
+    for r in range(ROUNDS):
+        for q in queries:
+            for i in rng.permutation(len(cases)):
+                tier, mode = cases[int(i)]
+                engine, ns, _ = built[tier]
+                policy = engine.policy
+                if mode == "sync":
+                    policy = policy.replace(reinforce_async=False)
+                samples[(tier, mode)].append(
+                    recall_one(engine, ns, q, mode != "no_reinforce", policy)
+                )
+        for tier in (list(built) if r % 2 == 0 else list(built)[::-1]):
+            engine, ns, _ = built[tier]
+            for q in queries:
+                t1 = time.perf_counter()
+                engine.recall(q, namespace=ns, k=10)
+                samples[(tier, "back_to_back")].append(time.perf_counter() - t1)
+            engine.flush_reinforcement()
+    rows = []
+    for tier, (engine, ns, info) in built.items():
+        parts = port_parts(engine, ns, queries)
+        stats = engine.stats(namespace=ns)
+        rows.append({
+            **parts,
+            **info,
+            "stored": stats["total"],
+            "vectors": stats["vectors"],
+            "recall_p50_ms": pct(samples[(tier, "back_to_back")], 50),
+            "recall_p95_ms": pct(samples[(tier, "back_to_back")], 95),
+            "recall_no_reinforce_p50_ms": pct(samples[(tier, "no_reinforce")], 50),
+            "recall_no_reinforce_p95_ms": pct(samples[(tier, "no_reinforce")], 95),
+            "recall_drained_p50_ms": pct(samples[(tier, "drained")], 50),
+            "recall_drained_p95_ms": pct(samples[(tier, "drained")], 95),
+            "recall_sync_p50_ms": pct(samples[(tier, "sync")], 50),
+            "recall_sync_p95_ms": pct(samples[(tier, "sync")], 95),
+        })
+    return rows
 
 
 def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]:
@@ -552,7 +587,11 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
         "sections. Observe = one new text through `engine.observe`. Recall = the default "
         "(reinforcement written behind the caller), back to back; drained = the same with "
         "the queue drained between calls outside the timing; sync = "
-        "Policy(reinforce_async=False), the touch written before recall returns.",
+        "Policy(reinforce_async=False), the touch written before recall returns. Both "
+        f"tiers are built first and measured together over {ROUNDS} rounds: for each query "
+        "every (tier, mode) but back to back runs once in a random order, so the tiers "
+        "meet the same moments of the shared machine; back to back runs as one block per "
+        "tier and round, the tiers' order alternating. p50 over all samples.",
         "",
         "| memories | tier | observe p50 / p95 ms | recall p50 / p95 ms | "
         "recall drained p50 / p95 | recall sync p50 / p95 | "
@@ -763,11 +802,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         servers = Servers(tmp / "servers")
         try:
             for size in args.sizes:
+                built = {}
                 for tier in args.tiers:
                     print(f"[{tier} {size}]", file=sys.stderr)
-                    rows.append(measure(tier, size, corpus, queries, embedder, servers, tmp,
-                                        args.build_budget, args.bulk_above))
-                    save()
+                    built[tier] = build(tier, size, corpus, embedder, servers, tmp,
+                                        args.build_budget, args.bulk_above)
+                try:
+                    rows.extend(measure_tiers(built, queries))
+                finally:
+                    for engine, _, _ in built.values():
+                        engine.close()
+                save()
             if args.workers:
                 # texts no size used, so every observe in the throughput runs is new
                 fresh = corpus[max(args.sizes, default=0) + 100 :]
