@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -836,11 +836,25 @@ class MemoryEngine:
         # the two channels are independent I/O (both release the GIL): overlap them
         asked = pool * (2 if historical else 1)
         context = self.policy.context_weight > 0 and self.policy.context_seeds > 0
-        dense_future = self._pool.submit(self.vectors.query, ns, qvec, asked)
-        lexical, fetched, early, lexical_times = self._lexical_side(
-            ns, query, qvec, pool, context
+        # A server query is sent first and its answer read after the lexical side, with
+        # no thread between (`begin_query`); an in-process query runs on the pool.
+        begin = getattr(self.vectors, "begin_query", None)
+        sent = begin(ns, qvec, asked) if begin is not None else None
+        dense_future = (
+            self._pool.submit(self.vectors.query, ns, qvec, asked) if sent is None else None
         )
-        dense = dense_future.result()
+        try:
+            side = self._lexical_side(ns, query, qvec, pool, context)
+        except BaseException:
+            if sent is not None:
+                sent.cancel()
+            raise
+        lexical, fetched, early, known_degrees = side.hits, side.cosines, side.early, side.degrees
+        if sent is not None:
+            dense = sent.result()
+        else:
+            assert dense_future is not None
+            dense = dense_future.result()
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
         # Lexical-only candidates enter with dense = 0; the stored vectors are fetched only
@@ -856,17 +870,19 @@ class MemoryEngine:
                 # The lexical hits' records are here already; reading the dense hits' in
                 # one round trip too gives every time, seed and score, where reading by
                 # need would take two or three more round trips to the shared store.
-                read = early | self._read(ns, [h.id for h in dense if h.id not in early])
+                read = early | self._read_candidates(
+                    ns, [h.id for h in dense if h.id not in early], known_degrees
+                )
                 seeds, read = self._context_seeds(ns, candidates, admit, read)
                 times = {i: m.created_at for i, m in read.items()}
             else:
                 seeds, read = self._context_seeds(ns, candidates, admit, early)
-                times = self._created_times(ns, candidates, read, lexical_times)
+                times = self._created_times(ns, candidates, read, side.times)
             candidates = conversation_context(candidates, seeds, times, self.policy)
             memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, read)
         else:
             candidates = fuse(dense, lexical, self.policy)
-            memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit)
+            memories, ranked = self._fetch_ranked(ns, candidates, places, when, admit, early)
             need = needs_similarity(
                 lexical_only,
                 candidates,
@@ -884,7 +900,8 @@ class MemoryEngine:
         ranked = self._expand(ns, ranked, candidates, memories, when, admit, k)
 
         top = ranked[: max(k, 1)]
-        degrees = self.store.degrees(ns, [r.memory.id for r in top]) if top else {}
+        unknown = [r.memory.id for r in top if r.memory.id not in known_degrees]
+        degrees = known_degrees | (self.store.degrees(ns, unknown) if unknown else {})
         hits = [
             Hit(
                 r.memory,
@@ -921,26 +938,49 @@ class MemoryEngine:
 
     def _lexical_side(
         self, ns: str, query: str, qvec: Vector, pool: int, context: bool
-    ) -> tuple[list[LexicalHit], dict[str, float], dict[str, Memory], dict[str, datetime]]:
+    ) -> _LexicalSide:
         """The lexical channel and what its hits alone decide, done while the dense query
         runs: the hits; their cosines from the embeddings kept beside the records (a
         lexical-only candidate needs its cosine); for conversation context, when they were
         observed, or, when the dense query waits on a server (the shared tier: an HTTP
-        round trip), their whole records, most of which are read later anyway."""
+        round trip), their whole records, most of which are read later anyway. A store
+        with `recall_reads` gives records, embeddings and degrees in one round trip."""
         lexical = list(self.lexical.search(ns, query, pool))
         lexical_ids = [h.id for h in lexical]
+        side = _LexicalSide(lexical, {}, {}, {}, {})
+        if not lexical_ids:
+            return side
+        remote = getattr(self.vectors, "remote", False)
+        together = getattr(self.store, "recall_reads", None) if remote else None
+        if together is not None:
+            self._reinforcer.settle(ns, lexical_ids)
+            got = together(ns, lexical_ids, embeddings=True, degrees=True)
+            side.cosines.update(self._kept_cosines(qvec, got.embeddings))
+            side.early.update(got.memories)
+            side.degrees.update(got.degrees)
+            return side
         kept = getattr(self.store, "embeddings", None)
-        fetched = self._kept_cosines(
-            qvec, kept(ns, lexical_ids) if kept is not None and lexical_ids else {}
-        )
-        early: dict[str, Memory] = {}
-        lexical_times: dict[str, datetime] = {}
-        if context and lexical_ids:
-            if getattr(self.vectors, "remote", False):
-                early = self._read(ns, lexical_ids)
+        if kept is not None:
+            side.cosines.update(self._kept_cosines(qvec, kept(ns, lexical_ids)))
+        if context:
+            if remote:
+                side.early.update(self._read(ns, lexical_ids))
             else:
-                lexical_times = self._created_times(ns, lexical_ids, {})
-        return lexical, fetched, early, lexical_times
+                side.times.update(self._created_times(ns, lexical_ids, {}))
+        return side
+
+    def _read_candidates(
+        self, ns: str, ids: Sequence[str], degrees: dict[str, int]
+    ) -> dict[str, Memory]:
+        """Records for recall; where the store has `recall_reads`, their degrees come in
+        the same round trip (into `degrees`), so the top hits need no read of their own."""
+        together = getattr(self.store, "recall_reads", None)
+        if together is None or not ids:
+            return self._read(ns, ids)
+        self._reinforcer.settle(ns, ids)
+        got = together(ns, ids, degrees=True)
+        degrees.update(got.degrees)
+        return dict(got.memories)
 
     def _fetch_ranked(
         self,
@@ -1467,6 +1507,16 @@ class MemoryEngine:
     asweep = _to_thread(sweep)
     astats = _to_thread(stats)
     arepair = _to_thread(repair)
+
+
+class _LexicalSide(NamedTuple):
+    """What `MemoryEngine._lexical_side` learnt while the dense query ran."""
+
+    hits: list[LexicalHit]
+    cosines: dict[str, float]  # query cosine of hits whose embedding is kept
+    early: dict[str, Memory]  # records already read
+    times: dict[str, datetime]  # created_at of hits, where records were not read
+    degrees: dict[str, int]  # degrees already read
 
 
 def _vector_meta(m: Memory) -> dict[str, str | int | float | bool]:

@@ -106,7 +106,10 @@ class RecordStore(Protocol):
       tier without asking the index or the model;
     - `touch_many(namespace, [(ids, at), ...], window)`: `touch` of each event in order,
       all in one atomic write (SQLiteStore): the background reinforcement writes a burst
-      of recalls' touches together.
+      of recalls' touches together;
+    - `recall_reads(namespace, ids, *, embeddings, degrees)` -> (memories, embeddings,
+      degrees): `get_many`, and if asked `embeddings` and `degrees`, in one round trip
+      (RedisStore): recall on a networked store reads its candidates once, not thrice.
     """
 
     def commit(self, batch: WriteBatch) -> None: ...
@@ -190,14 +193,18 @@ class VectorIndex(Protocol):
     """Derived data: it can always be rebuilt from the record store (`reverie repair`).
 
     Optional capabilities, not part of the protocol (core looks them up with `getattr`
-    and has a fallback when they are absent; ChromaIndex has all three):
+    and has a fallback when they are absent; ChromaIndex has them all):
 
     - `stored_vectors(namespace, ids) -> dict[str, Vector]`: the stored embeddings, so
       the REM cycle need not re-embed what it clusters;
     - `neighbors(namespace, ids, k) -> dict[str, list[VectorHit]]`: the k nearest indexed
       neighbours of each indexed id (itself excluded, best first, unknown ids absent),
       approximate (HNSW, ~log n each), so clustering is not an exact n^2 k-NN;
-    - `remote: bool`: a query waits on a server, so recall reads records meanwhile.
+    - `remote: bool`: a query waits on a server, so recall reads records meanwhile;
+    - `begin_query(namespace, vector, k)` -> a handle with `result()` (the hits, as
+      `query` gives them) and `cancel()`, or None: sends the query now, so recall does
+      its lexical side while the server computes, with no thread between (ChromaIndex on
+      a server); None means "call `query`".
     """
 
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None: ...

@@ -46,6 +46,8 @@ from reverie.core.models import validate_namespace
 from reverie.core.ports import Vector, VectorHit, VectorItem
 from reverie.core.retrieval import cosine_to
 
+from .chroma_http import ChromaUnreachable, PendingQuery, QueryTransport
+
 __all__ = ["DEFAULT_HNSW", "ChromaIndex", "HnswSettings", "collection_name"]
 
 T = TypeVar("T")
@@ -135,7 +137,7 @@ def _is_unreachable(e: BaseException) -> bool:
         import httpx
     except ImportError:  # pragma: no cover - chromadb depends on httpx
         return False
-    if isinstance(e, httpx.TransportError):
+    if isinstance(e, httpx.TransportError | ChromaUnreachable):
         return True
     # HttpClient's constructor turns a failed first request into this ValueError.
     return isinstance(e, ValueError) and "Could not connect to a Chroma server" in str(e)
@@ -266,6 +268,7 @@ class ChromaIndex:
         location: str | None = None,
         owns_client: bool = False,
         remote: bool = False,
+        transport: QueryTransport | None = None,
     ) -> None:
         self._client = client
         self._hnsw = hnsw
@@ -276,6 +279,7 @@ class ChromaIndex:
         # the engine reads with getattr; an embedded client computes in process, where
         # extra reads would only compete with the query for the GIL)
         self.remote = remote
+        self._transport = transport
         self._lock = threading.Lock()
         self._max_batch: int | None = None
         self._closed = False
@@ -332,8 +336,9 @@ class ChromaIndex:
                     "`chroma run --path <dir> --port <port>` or check the URL"
                 ) from e
             raise
+        transport = QueryTransport(parts.hostname, port, tls=ssl, headers=headers)
         return cls(client, hnsw=hnsw, location=f"Chroma server at {url}", owns_client=True,
-                   remote=True)
+                   remote=True, transport=transport)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -505,19 +510,13 @@ class ChromaIndex:
 
             def run(c: Any) -> list[tuple[str, float]]:
                 if flt is None:
-                    return _pairs(
-                        c.query(query_embeddings=q[None, :], n_results=k, include=["distances"])
-                    )
+                    return _pairs(self._query(c, q, k, ["distances"]))
                 # Chroma evaluates a `where` by listing every matching id first, which costs
                 # ~20x an unfiltered query when most items match (`status = active`). So
                 # filter the unfiltered top candidates here, and only fall back to Chroma's
                 # filter when too few of them match (a selective filter).
                 fetch = max(k * _OVERFETCH, _MIN_FETCH)
-                r = c.query(
-                    query_embeddings=q[None, :],
-                    n_results=fetch,
-                    include=["distances", "metadatas"],
-                )
+                r = self._query(c, q, fetch, ["distances", "metadatas"])
                 got = r["ids"][0] if r["ids"] else []
                 metas = r["metadatas"][0] if r.get("metadatas") else [None] * len(got)
                 kept = [
@@ -527,21 +526,53 @@ class ChromaIndex:
                 ]
                 if len(kept) >= k or len(got) < fetch:  # enough, or the whole namespace seen
                     return kept[:k]
-                return _pairs(
-                    c.query(
-                        query_embeddings=q[None, :],
-                        n_results=k,
-                        where=flt,
-                        include=["distances"],
-                    )
-                )
+                return _pairs(self._query(c, q, k, ["distances"], flt))
 
             pairs = self._call(namespace, run)
-        if not pairs:
-            return []
-        hits = [VectorHit(id=i, similarity=min(1.0, max(-1.0, 1.0 - d))) for i, d in pairs]
-        hits.sort(key=lambda h: -h.similarity)  # Chroma already orders; make it a promise
-        return hits
+        return _hits(pairs or [])
+
+    def begin_query(self, namespace: str, vector: Vector, k: int) -> SentQuery | None:
+        """Send an unfiltered `query` to the server now and read its answer later
+        (`SentQuery.result`), so the caller overlaps its own work with the server's
+        without a thread (an optional capability, see `core.ports.VectorIndex`). None
+        when there is nothing to send early (in process, or no collection yet): the
+        caller then calls `query`."""
+        if self._transport is None:
+            return None
+        validate_namespace(namespace)
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            return None  # `query` answers (or rejects) it
+        q = _check_vector("<query>", vector, namespace)
+        with self._guard():
+            col = self._collection(namespace)
+            if col is None or self._dimension(col) != q.shape[0]:
+                return None
+            body = {"query_embeddings": q[None, :], "n_results": k, "include": ["distances"]}
+            sent = self._transport.send(col.tenant, col.database, str(col.id), body)
+        return SentQuery(self, namespace, q, k, sent)
+
+    def _query(
+        self,
+        collection: Any,
+        q: Vector,
+        n: int,
+        include: list[str],
+        where: dict[str, Any] | None = None,
+    ) -> Mapping[str, Any]:
+        """One nearest-neighbour query: on a server through the lean transport (see
+        `chroma_http`), in process through the client."""
+        if self._transport is None:
+            return collection.query(  # type: ignore[no-any-return]
+                query_embeddings=q[None, :], n_results=n, where=where, include=include
+            )
+        body: dict[str, Any] = {
+            "query_embeddings": q[None, :], "n_results": n, "include": include
+        }
+        if where is not None:
+            body["where"] = where
+        return self._transport.query(
+            collection.tenant, collection.database, str(collection.id), body
+        )
 
     def similarities(self, namespace: str, vector: Vector, ids: Sequence[str]) -> dict[str, float]:
         """Cosine of `vector` to each stored id (unknown ids absent): one `get` of the
@@ -754,6 +785,8 @@ class ChromaIndex:
         self._closed = True
         with self._lock:
             self._collections.clear()
+        if self._transport is not None:
+            self._transport.close()
         if self._owns_client:
             closer = getattr(self._client, "close", None)
             if closer is not None:
@@ -767,6 +800,44 @@ class ChromaIndex:
 
     def __repr__(self) -> str:
         return f"ChromaIndex({self._location})"
+
+
+def _hits(pairs: Sequence[tuple[str, float]]) -> list[VectorHit]:
+    hits = [VectorHit(id=i, similarity=min(1.0, max(-1.0, 1.0 - d))) for i, d in pairs]
+    hits.sort(key=lambda h: -h.similarity)  # Chroma already orders; make it a promise
+    return hits
+
+
+class SentQuery:
+    """A query `ChromaIndex.begin_query` has sent; `result()` reads its answer once."""
+
+    __slots__ = ("_index", "_k", "_namespace", "_q", "_sent")
+
+    def __init__(
+        self, index: ChromaIndex, namespace: str, q: Vector, k: int, sent: PendingQuery
+    ) -> None:
+        self._index = index
+        self._namespace = namespace
+        self._q = q
+        self._k = k
+        self._sent = sent
+
+    def result(self) -> list[VectorHit]:
+        """The hits, as `query` gives them. Anything but an unreachable server (the
+        collection dropped and made again by another client, a segment Chroma is still
+        writing) is answered by `query` itself, which re-resolves and retries."""
+        try:
+            with self._index._guard():
+                answer = self._sent.receive()
+        except BackendUnavailable:
+            raise
+        except Exception:
+            return self._index.query(self._namespace, self._q, self._k)
+        return _hits(_pairs(answer))
+
+    def cancel(self) -> None:
+        """Give up on the answer (the caller failed before reading it)."""
+        self._sent.cancel()
 
 
 def _retry_transient(namespace: str, call: Callable[[], T]) -> T:

@@ -115,12 +115,7 @@ if cur then
 end
 return 0
 """
-# KEYS: adjacency sets. The degree of each (edges in plus out).
-_DEGREES = """
-local out = {}
-for i = 1, #KEYS do out[i] = redis.call('SCARD', KEYS[i]) end
-return out
-"""
+_DEGREES = reads.DEGREES_SCRIPT
 # KEYS: the edge hash, then adjacency sets. Every edge touching them, once: [field, weight, ...]
 _EDGES = """
 local seen, out = {}, {}
@@ -440,6 +435,24 @@ class RedisStore:
 
     def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
         return self._guard(self._run, reads.get_many(self._keys(namespace), ids))
+
+    def recall_reads(
+        self,
+        namespace: str,
+        ids: Iterable[str],
+        *,
+        embeddings: bool = False,
+        degrees: bool = False,
+    ) -> reads.RecallReads:
+        """Records of `ids` (as `get_many`) with their kept embeddings and degrees if
+        asked, in one round trip (an optional capability: recall on a store with it reads
+        its candidates once instead of three times)."""
+        return self._guard(
+            self._run,
+            reads.recall_reads(
+                self._keys(namespace), ids, embeddings=embeddings, degrees=degrees
+            ),
+        )
 
     def put_embeddings(self, namespace: str, items: Mapping[str, Any]) -> int:
         """Keep embeddings beside the records (an optional capability, as on SQLite):

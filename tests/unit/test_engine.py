@@ -26,6 +26,7 @@ from reverie.core import (
     UnknownKind,
 )
 from reverie.core.engine import MemoryEngine
+from reverie.core.ports import VectorItem
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 from tests.unit.conftest import T0, make_engine
 
@@ -378,3 +379,58 @@ def test_lexical_only_candidates_get_their_true_cosine() -> None:
     q = e.embedder.embed(["zebra"])[0]
     v = e.embedder.embed([target.text])[0]
     assert hits[target.id].explanation.dense == pytest.approx(float(q @ v), abs=1e-6)
+
+
+class _SentEarly(InMemoryVectorIndex):
+    """A vector index that, like a Chroma server, sends the query before recall's lexical
+    side (`begin_query`); it records what became of each sent query."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcomes: list[str] = []
+
+    def begin_query(self, namespace: str, vector: Any, k: int) -> Any:
+        index, outcomes = self, self.outcomes
+        hits = InMemoryVectorIndex.query(self, namespace, vector, k)
+
+        class Sent:
+            def result(self) -> Any:
+                outcomes.append("read")
+                return hits
+
+            def cancel(self) -> None:
+                outcomes.append("cancelled")
+
+        assert index is self
+        return Sent()
+
+    def query(self, namespace: str, vector: Any, k: int, where: Any = None) -> Any:
+        self.outcomes.append("query")  # recall must not query a second time
+        return super().query(namespace, vector, k, where)
+
+
+def test_a_query_sent_early_answers_recall_alike_and_is_cancelled_on_failure() -> None:
+    store = InMemoryStore()
+    plain = MemoryEngine(store, store, InMemoryVectorIndex(), BagOfWordsEmbedder(),
+                         clock=make_engine().clock)
+    early_index = _SentEarly()
+    early = MemoryEngine(store, store, early_index, BagOfWordsEmbedder(), clock=plain.clock)
+    for text in ("the cat sat on the mat", "dogs chase cats", "tea with milk",
+                 "the mat is red", "coffee black, no sugar"):
+        m = plain.observe(text)
+        vec = BagOfWordsEmbedder().embed([text])[0]
+        early_index.upsert(m.namespace, [VectorItem(m.id, vec)])
+    early_index.outcomes.clear()
+    for q in ("cat on a mat", "what does the user drink", "red"):
+        want = plain.recall(q, k=3, reinforce=False)
+        got = early.recall(q, k=3, reinforce=False)
+        assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in want]
+    assert early_index.outcomes == ["read"] * 3
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("lexical side failed")
+
+    early.lexical = type("Broken", (), {"search": staticmethod(broken)})()
+    with pytest.raises(RuntimeError, match="lexical side failed"):
+        early.recall("cat", k=3)
+    assert early_index.outcomes[-1] == "cancelled"  # its connection is not left half-read
