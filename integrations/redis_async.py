@@ -51,6 +51,7 @@ from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_pre
 from .redis_lexical import BM25_SCRIPT
 from .redis_lexical_mirror import MirrorSet, mirrored_search
 from .redis_plan import (
+    DECODED,
     CheckedBatch,
     Command,
     check_batch,
@@ -228,21 +229,40 @@ class AsyncRedisStore:
         return plan_commit(batch, stored, first_seq)
 
     async def touch(self, namespace: str, ids: Sequence[str], at: datetime, window: int) -> None:
+        await self.touch_many(namespace, [(ids, at)], window)
+
+    async def touch_many(
+        self,
+        namespace: str,
+        events: Sequence[tuple[Sequence[str], datetime]],
+        window: int,
+    ) -> None:
+        """See `RedisStore.touch_many`."""
         keys = self._keys(namespace)
         _check_window(window)
-        when = utc(at)
-        wanted = unique(ids)
+        steps = [(unique(ids), utc(at)) for ids, at in events]
+        wanted = unique(i for ids, _ in steps for i in ids)
         for chunk in chunks(wanted):
+            mine = set(chunk)
+            written: list[tuple[str, Memory]] = []
 
-            async def body(pipe: Any, chunk: Sequence[str] = chunk) -> list[Command]:
-                records = await self._read_records(pipe, keys, chunk)
-                return [
-                    ("SET", keys.record(i),
-                     dumps(memory_to_dict(reinforce(m, when, window)), "memory"))
-                    for i, m in records.items()
-                ]
+            async def body(pipe: Any, chunk: Sequence[str] = chunk, mine: set[str] = mine,
+                           written: list[tuple[str, Memory]] = written) -> list[Command]:
+                written.clear()  # a lost race reruns this from scratch
+                current = await self._read_records(pipe, keys, chunk)
+                changed: dict[str, Memory] = {}
+                for ids, when in steps:
+                    for i in ids:
+                        if i in mine and i in current:
+                            current[i] = changed[i] = reinforce(current[i], when, window)
+                written.extend(
+                    (dumps(memory_to_dict(m), "memory"), m) for m in changed.values()
+                )
+                return [("SET", keys.record(m.id), raw) for raw, m in written]
 
             await self._guard(self._transact([keys.record(i) for i in chunk], body))
+            for raw, m in written:  # committed: the next recall reads these back
+                DECODED.remember(raw, m)
 
     async def delete(self, namespace: str, ids: Iterable[str]) -> int:
         keys = self._keys(namespace)
@@ -304,6 +324,19 @@ class AsyncRedisStore:
 
     async def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
         return await self._guard(self._run(reads.get_many(self._keys(namespace), ids)))
+
+    async def recall_reads(
+        self,
+        namespace: str,
+        ids: Iterable[str],
+        *,
+        embeddings: bool = False,
+        degrees: bool = False,
+    ) -> reads.RecallReads:
+        """See `RedisStore.recall_reads`."""
+        return await self._guard(self._run(reads.recall_reads(
+            self._keys(namespace), ids, embeddings=embeddings, degrees=degrees
+        )))
 
     async def put_embeddings(self, namespace: str, items: Mapping[str, Any]) -> int:
         """See `RedisStore.put_embeddings`."""

@@ -25,7 +25,7 @@ _COROUTINES = (
     "commit", "get", "get_many", "created_times", "find_by_hash", "find_by_key",
     "find_by_entity", "count", "touch", "edges", "degrees", "delete", "delete_namespace",
     "namespaces", "get_meta", "set_meta", "journal_get", "journal_put", "search",
-    "put_embeddings", "embeddings",
+    "put_embeddings", "embeddings", "touch_many", "recall_reads",
 )
 
 

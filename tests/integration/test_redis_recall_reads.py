@@ -1,6 +1,7 @@
-"""`RedisStore.recall_reads`: recall's one-round-trip read of its candidates (records, kept
-embeddings, degrees) must say exactly what the three separate reads say, on a real Redis
-and a real 3-master cluster, in one namespace only, and in one round trip per chunk."""
+"""`recall_reads` of the Redis stores (sync and asyncio): recall's one-round-trip read of
+its candidates (records, kept embeddings, degrees) must say exactly what the three
+separate reads say, on a real Redis and a real 3-master cluster, in one namespace only,
+and in one round trip per chunk."""
 
 from __future__ import annotations
 
@@ -15,14 +16,18 @@ from reverie.core.models import Edge, EdgeType
 from reverie.core.ports import WriteBatch
 from reverie.integrations import redis_reads
 from reverie.integrations.redis_store import RedisStore
+from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import make_memory
 from tests.servers import RedisCluster
 
 
-@pytest.fixture(params=["redis", "redis-cluster"])
-def store(request: pytest.FixtureRequest) -> Iterator[RedisStore]:
+@pytest.fixture(params=["redis", "redis-cluster", "redis-async"])
+def store(request: pytest.FixtureRequest) -> Iterator[Any]:
     prefix = f"t{uuid.uuid4().hex[:12]}"
-    if request.param == "redis":
+    made: Any
+    if request.param == "redis-async":
+        made = BlockingAsyncStore(str(request.getfixturevalue("redis_url")), prefix=prefix)
+    elif request.param == "redis":
         made = RedisStore.from_url(str(request.getfixturevalue("redis_url")), prefix=prefix)
     else:
         cluster: RedisCluster = request.getfixturevalue("redis_cluster")
@@ -39,7 +44,7 @@ def _vec(i: int) -> np.ndarray:
     return np.array([i, 1.0, -0.5, 0.25 * i], dtype=np.float32)
 
 
-def _fill(store: RedisStore, ns: str, n: int) -> list[str]:
+def _fill(store: Any, ns: str, n: int) -> list[str]:
     ids = [f"m{i:04d}" for i in range(n)]
     store.commit(WriteBatch(ns, tuple(make_memory(id=i, namespace=ns, text=f"memory {i}")
                                       for i in ids)))
@@ -54,7 +59,7 @@ def _fill(store: RedisStore, ns: str, n: int) -> list[str]:
     return ids
 
 
-def test_recall_reads_equal_the_separate_reads(store: RedisStore) -> None:
+def test_recall_reads_equal_the_separate_reads(store: Any) -> None:
     ids = _fill(store, "a", 12)
     _fill(store, "b", 12)  # same ids in another namespace: never read
     store.commit(WriteBatch("b", edges=(Edge("m0005", "m0006", EdgeType.ENTITY, 1.0),)))
@@ -73,7 +78,7 @@ def test_recall_reads_equal_the_separate_reads(store: RedisStore) -> None:
     assert all(m.namespace == "a" for m in got.memories.values())
 
 
-def test_recall_reads_reads_only_what_it_is_asked(store: RedisStore) -> None:
+def test_recall_reads_reads_only_what_it_is_asked(store: Any) -> None:
     _fill(store, "a", 4)
     got = store.recall_reads("a", ["m0000", "m0001"])
     assert set(got.memories) == {"m0000", "m0001"}
@@ -82,18 +87,23 @@ def test_recall_reads_reads_only_what_it_is_asked(store: RedisStore) -> None:
 
 
 def test_recall_reads_one_round_trip_per_chunk(
-    store: RedisStore, monkeypatch: pytest.MonkeyPatch
+    store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """620 ids are two chunks (500 + 120): two pipelined round trips, all answered."""
     ids = _fill(store, "a", 620)
     requests: list[Any] = []
-    ask = store._ask
+    inner = store.inner if isinstance(store, BlockingAsyncStore) else store
+    ask = inner._ask
+    if isinstance(store, BlockingAsyncStore):
+        async def counting(conn: Any, request: Any) -> Any:
+            requests.append(request)
+            return await ask(conn, request)
+    else:
+        def counting(conn: Any, request: Any) -> Any:  # type: ignore[misc]
+            requests.append(request)
+            return ask(conn, request)
 
-    def counting(conn: Any, request: Any) -> Any:
-        requests.append(request)
-        return ask(conn, request)
-
-    monkeypatch.setattr(store, "_ask", counting)
+    monkeypatch.setattr(inner, "_ask", counting)
     got = store.recall_reads("a", ids, embeddings=True, degrees=True)
     assert len(requests) == 2
     assert all(isinstance(r, redis_reads.Pipelined) and not r.atomic for r in requests)

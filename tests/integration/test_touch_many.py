@@ -1,21 +1,52 @@
-"""SQLiteStore.touch_many: a burst of recalls' touches in one transaction must leave every
-record exactly as the same touches one by one would (counts, last access, the window of
-recent accesses, versions)."""
+"""touch_many on SQLite, Redis, Redis Cluster and the asyncio Redis store: a burst of
+recalls' touches in one transaction must leave every record exactly as the same touches
+one by one would (counts, last access, the window of recent accesses, versions)."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reverie.core import InvalidInput
 from reverie.core.ports import WriteBatch
+from reverie.integrations.redis_store import RedisStore
 from reverie.integrations.sqlite_store import SQLiteStore
+from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import T0, make_memory
 
 
-def test_touch_many_equals_the_same_touches_one_by_one(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster", "redis-async"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """Opens empty stores of one kind (each its own file or key prefix)."""
+    made: list[Any] = []
+
+    def open_one() -> Any:
+        if request.param == "sqlite":
+            store: Any = SQLiteStore(tmp_path / f"{uuid.uuid4().hex}.db")
+        elif request.param == "redis-async":
+            store = BlockingAsyncStore(str(request.getfixturevalue("redis_url")),
+                                       prefix=f"t{uuid.uuid4().hex[:12]}")
+        else:
+            url = (str(request.getfixturevalue("redis_url")) if request.param == "redis"
+                   else request.getfixturevalue("redis_cluster").url)
+            store = RedisStore.from_url(url, prefix=f"t{uuid.uuid4().hex[:12]}")
+        made.append(store)
+        return store
+
+    yield open_one
+    for store in made:
+        if not isinstance(store, SQLiteStore):
+            for ns in store.namespaces():
+                store.delete_namespace(ns)
+        store.close()
+
+
+def test_touch_many_equals_the_same_touches_one_by_one(open_store: Callable[[], Any]) -> None:
     memories = [make_memory() for _ in range(4)]
     a, b, c, d = (m.id for m in memories)
     events = [
@@ -25,7 +56,7 @@ def test_touch_many_equals_the_same_touches_one_by_one(tmp_path: Path) -> None:
         ([a], T0 + timedelta(hours=4)),
         ([a], T0 + timedelta(hours=5)),
     ]
-    one_by_one, batched = SQLiteStore(tmp_path / "one.db"), SQLiteStore(tmp_path / "many.db")
+    one_by_one, batched = open_store(), open_store()
     for store in (one_by_one, batched):
         store.commit(WriteBatch("ns", puts=memories))
     for ids, at in events:
@@ -37,12 +68,25 @@ def test_touch_many_equals_the_same_touches_one_by_one(tmp_path: Path) -> None:
     assert got is not None and got.access_count == 4 and got.version == 5
     assert got.recent_accesses == tuple(T0 + timedelta(hours=h) for h in (2, 4, 5))
     assert batched.get("ns", d) == memories[3]  # untouched
-    one_by_one.close()
-    batched.close()
 
 
-def test_touch_many_writes_nothing_on_bad_input(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.db")
+def test_a_touch_of_more_ids_than_a_chunk_counts_each_once(
+    open_store: Callable[[], Any],
+) -> None:
+    """620 ids span two write chunks (500 + 120): each is one access, not one per chunk."""
+    store = open_store()
+    memories = [make_memory() for _ in range(620)]
+    store.commit(WriteBatch("ns", puts=memories))
+    ids = [m.id for m in memories]
+    store.touch("ns", ids, T0 + timedelta(hours=1), 3)
+    store.touch_many("ns", [(ids[:10], T0 + timedelta(hours=2)), (ids, T0 + timedelta(hours=3))], 3)
+    got = store.get_many("ns", ids)
+    assert [m.access_count for m in got.values()] == [3] * 10 + [2] * 610
+    assert {m.version for m in got.values()} == {4, 3}
+
+
+def test_touch_many_writes_nothing_on_bad_input(open_store: Callable[[], Any]) -> None:
+    store = open_store()
     m = make_memory()
     store.commit(WriteBatch("ns", puts=[m]))
     with pytest.raises(InvalidInput):
@@ -52,4 +96,3 @@ def test_touch_many_writes_nothing_on_bad_input(tmp_path: Path) -> None:
     assert store.get("ns", m.id) == m
     store.touch_many("ns", [], 3)  # nothing to do
     assert store.get("ns", m.id) == m
-    store.close()
