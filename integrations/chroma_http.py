@@ -22,6 +22,7 @@ from __future__ import annotations
 import http.client
 import ssl
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -56,7 +57,8 @@ class QueryTransport:
         self._headers = {**dict(headers or {}), "Content-Type": "application/json"}
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._open: set[http.client.HTTPConnection] = set()
+        # weak: a connection of a thread that has ended goes with its thread's locals
+        self._open: weakref.WeakSet[http.client.HTTPConnection] = weakref.WeakSet()
         self._closed = False
 
     def _new_connection(self) -> http.client.HTTPConnection:
@@ -179,7 +181,8 @@ class QueryTransport:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            conns, self._open = self._open, set()
+            conns = list(self._open)
+            self._open.clear()
         for conn in conns:
             conn.close()
 

@@ -6,9 +6,12 @@ connection usable."""
 
 from __future__ import annotations
 
+import gc
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -164,3 +167,24 @@ def test_the_server_named_error_keeps_its_chromadb_type(
             transport.query(col.tenant, col.database, str(uuid.uuid4()), body)
     finally:
         transport.close()
+
+
+def test_each_thread_has_its_own_connection_and_an_ended_thread_lets_it_go(
+    index: ChromaIndex, ns: str
+) -> None:
+    """An app that recalls from many short-lived threads must not pile up sockets."""
+    rng = np.random.default_rng(8)
+    index.upsert(ns, _items(rng, 20))
+    q = rng.standard_normal(DIM).astype(np.float32)
+    want = index.query(ns, q, 3)
+    transport = index._transport
+    assert transport is not None and len(transport._open) == 1  # this thread's
+    answers: list[Any] = []
+    threads = [threading.Thread(target=lambda: answers.append(index.query(ns, q, 3)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+        t.join()
+    assert answers == [want] * 4
+    gc.collect()
+    assert len(transport._open) == 1
