@@ -34,11 +34,9 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from reverie.core.clock import utc
-from reverie.core.codec import memory_to_dict
 from reverie.core.errors import BackendUnavailable, InvalidInput, MissingExtra, ReverieError
 from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
 from reverie.core.ports import LexicalHit, WriteBatch
-from reverie.core.scoring import reinforce
 
 try:
     import redis.asyncio as aioredis
@@ -61,6 +59,7 @@ from .redis_plan import (
     plan_commit,
     plan_delete,
     plan_drop_namespace,
+    plan_touches,
 )
 from .redis_reads import Lua, Pipelined, Request, Steps, chunks, unique
 from .redis_store import (
@@ -243,22 +242,13 @@ class AsyncRedisStore:
         steps = [(unique(ids), utc(at)) for ids, at in events]
         wanted = unique(i for ids, _ in steps for i in ids)
         for chunk in chunks(wanted):
-            mine = set(chunk)
             written: list[tuple[str, Memory]] = []
 
-            async def body(pipe: Any, chunk: Sequence[str] = chunk, mine: set[str] = mine,
+            async def body(pipe: Any, chunk: Sequence[str] = chunk,
                            written: list[tuple[str, Memory]] = written) -> list[Command]:
-                written.clear()  # a lost race reruns this from scratch
                 current = await self._read_records(pipe, keys, chunk)
-                changed: dict[str, Memory] = {}
-                for ids, when in steps:
-                    for i in ids:
-                        if i in mine and i in current:
-                            current[i] = changed[i] = reinforce(current[i], when, window)
-                written.extend(
-                    (dumps(memory_to_dict(m), "memory"), m) for m in changed.values()
-                )
-                return [("SET", keys.record(m.id), raw) for raw, m in written]
+                cmds, written[:] = plan_touches(keys, current, steps, window)
+                return cmds  # a lost race reruns this from scratch
 
             await self._guard(self._transact([keys.record(i) for i in chunk], body))
             for raw, m in written:  # committed: the next recall reads these back

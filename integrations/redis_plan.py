@@ -23,6 +23,7 @@ from reverie.core.codec import DecodedRecords, memory_to_dict
 from reverie.core.errors import ConflictError, InvalidInput, StoreCorrupt
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
+from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash
 
 from .redis_keys import NamespaceKeys
@@ -345,6 +346,25 @@ def parse_doc(raw: str | None) -> tuple[int, list[str]] | None:
         return None
     length, terms = json.loads(raw)
     return int(length), [str(t) for t in terms]
+
+
+def plan_touches(
+    keys: NamespaceKeys,
+    current: Mapping[str, Memory],
+    steps: Sequence[tuple[Sequence[str], datetime]],
+    window: int,
+) -> tuple[list[Command], list[tuple[str, Memory]]]:
+    """The SETs that apply `steps` (ids, at) in order to the records read in `current`
+    (ids not in it are skipped: absent, or in another chunk), and each written record with
+    its text, which the caller remembers decoded once the write has committed."""
+    now = dict(current)
+    changed: dict[str, Memory] = {}
+    for ids, when in steps:
+        for i in ids:
+            if i in now:
+                now[i] = changed[i] = reinforce(now[i], when, window)
+    written = [(dumps(memory_to_dict(m), "memory"), m) for m in changed.values()]
+    return [("SET", keys.record(m.id), raw) for raw, m in written], written
 
 
 def plan_delete(

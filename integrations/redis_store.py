@@ -44,7 +44,6 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from reverie.core.clock import utc
-from reverie.core.codec import memory_to_dict
 from reverie.core.errors import (
     BackendUnavailable,
     InvalidInput,
@@ -54,7 +53,6 @@ from reverie.core.errors import (
 )
 from reverie.core.models import Edge, Memory, Status, Tier, validate_namespace
 from reverie.core.ports import LexicalHit, WriteBatch
-from reverie.core.scoring import reinforce
 
 try:
     import redis
@@ -77,6 +75,7 @@ from .redis_plan import (
     plan_commit,
     plan_delete,
     plan_drop_namespace,
+    plan_touches,
 )
 from .redis_reads import Lua, Pipelined, Request, Steps
 from .redis_reads import chunks as _chunks
@@ -376,24 +375,13 @@ class RedisStore:
         steps = [(_unique(ids), utc(at)) for ids, at in events]
         wanted = _unique(i for ids, _ in steps for i in ids)
         for chunk in _chunks(wanted):
-            mine = set(chunk)
             written: list[tuple[str, Memory]] = []
 
-            def body(pipe: Any, chunk: Sequence[str] = chunk, mine: set[str] = mine,
+            def body(pipe: Any, chunk: Sequence[str] = chunk,
                      written: list[tuple[str, Memory]] = written) -> list[Command]:
-                written.clear()  # a lost race reruns this from scratch
                 current = self._read_records(pipe, keys, chunk)
-                changed: dict[str, Memory] = {}
-                for ids, when in steps:
-                    for i in ids:
-                        if i in mine and i in current:
-                            current[i] = changed[i] = reinforce(current[i], when, window)
-                written.extend(
-                    (dumps(memory_to_dict(m), "memory"), m) for m in changed.values()
-                )
-                return [
-                    ("SET", keys.record(m.id), raw) for raw, m in written
-                ]
+                cmds, written[:] = plan_touches(keys, current, steps, window)
+                return cmds  # a lost race reruns this from scratch
 
             self._guard(self._transact, [keys.record(i) for i in chunk], body)
             for raw, m in written:  # committed: the next recall reads these back
