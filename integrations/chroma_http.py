@@ -1,20 +1,18 @@
-"""Requests to a Chroma server on the hot paths, sent without the chromadb client.
+"""The nearest-neighbour query to a Chroma server, sent without the chromadb client.
 
-Why: chromadb's HTTP client (httpx, plus its own request validation and tracing) costs
-the worker CPU per request before anything leaves. For `query`, on every recall's path:
-2.1 ms against 0.66 ms for the same JSON body sent on a kept-alive `http.client`
-connection, and 6.7 against 5.0 ms wall (benchmarks/results/latency_tiers.md). For
-`upsert`, which the index-writer thread sends behind every batch of observes: 2.6-3.5 ms
-against 0.7-0.9 ms per call of 8-30 384-dim vectors (the client also packs each vector
-into base64 one float at a time), CPU that on a shared 2-core machine is taken from the
-workers and the servers (benchmarks/results/latency_tiers_throughput.md).
+Why: recall on the shared tier waits on one `query` per call, and chromadb's HTTP client
+(httpx, plus its own request validation and tracing) spent about 1.1 ms of the worker's
+CPU per query on this machine before the request left: 2.1 ms against 0.66 ms for the
+same JSON body sent on a kept-alive `http.client` connection, and 6.7 against 5.0 ms
+wall (benchmarks/results/latency_tiers.md has the recall numbers). That CPU is taken from
+the lexical work recall overlaps with the query, so the whole recall pays for it.
 
-Only `query`, `upsert` and `update` go this way; their requests and answers are plain JSON
-of the server's v2 REST API (the same bodies chromadb sends). Collections, gets and
-deletes stay on the chromadb client. Errors keep chromadb's types (the server names them:
-`NotFoundError` and the rest, mapped through `chromadb.errors.error_types`), and a server
-that cannot be reached raises `ChromaUnreachable`, which the index turns into
-`BackendUnavailable` as for the client.
+Only `query` goes this way: it is the one call on every recall's path, and its request
+and answer are plain JSON of the server's v2 REST API (the same body chromadb sends).
+Everything else (collections, upserts, gets) stays on the chromadb client. Errors keep
+chromadb's types (the server names them: `NotFoundError` and the rest, mapped through
+`chromadb.errors.error_types`), and a server that cannot be reached raises
+`ChromaUnreachable`, which the index turns into `BackendUnavailable` as for the client.
 """
 
 from __future__ import annotations
@@ -32,8 +30,6 @@ import orjson
 __all__ = ["ChromaUnreachable", "PendingQuery", "QueryTransport"]
 
 _TIMEOUT = 60.0  # seconds for connect and each read; a query is milliseconds
-# The collection operations sent here; all of them idempotent (see `_finish`).
-_OPERATIONS = frozenset({"query", "upsert", "update"})
 
 
 class ChromaUnreachable(ConnectionError):
@@ -41,8 +37,7 @@ class ChromaUnreachable(ConnectionError):
 
 
 class QueryTransport:
-    """POSTs `query`, `upsert` and `update` to one Chroma server on a kept-alive
-    connection per thread.
+    """POSTs `query` to one Chroma server on a kept-alive connection per thread.
 
     A connection is used by one thread at a time (http.client is not thread-safe), so
     each thread that queries has its own; `close()` closes them all.
@@ -96,40 +91,15 @@ class QueryTransport:
         """The server's answer to a query `body` (query_embeddings may be a numpy array)."""
         return self.send(tenant, database, collection_id, body).receive()
 
-    def upsert(
-        self, tenant: str, database: str, collection_id: str, body: Mapping[str, Any]
-    ) -> None:
-        """Insert or replace the records of `body` (ids, embeddings, metadatas, as
-        chromadb's client sends them). Resent once on a kept-alive connection the server
-        had closed, which is safe: an upsert of the same ids and vectors is idempotent."""
-        self.send(tenant, database, collection_id, body, operation="upsert").receive()
-
-    def update(
-        self, tenant: str, database: str, collection_id: str, body: Mapping[str, Any]
-    ) -> None:
-        """Merge the metadatas of `body` into existing records (unknown ids ignored);
-        idempotent, so resent like `upsert`."""
-        self.send(tenant, database, collection_id, body, operation="update").receive()
-
     def send(
-        self,
-        tenant: str,
-        database: str,
-        collection_id: str,
-        body: Mapping[str, Any],
-        *,
-        operation: str = "query",
+        self, tenant: str, database: str, collection_id: str, body: Mapping[str, Any]
     ) -> PendingQuery:
-        """Send a request (a query unless `operation` says otherwise) now and read its
-        answer later (`PendingQuery.receive`): the caller does its own work while the
-        server computes, with no thread to hand the answer over. The connection is the
-        pending request's until then; a request sent meanwhile on this thread opens
-        another."""
-        if operation not in _OPERATIONS:
-            raise ValueError(f"unknown Chroma collection operation {operation!r}")
+        """Send a query now and read its answer later (`PendingQuery.receive`): the caller
+        does its own work while the server computes, with no thread to hand the answer
+        over. The connection is the pending query's until then; a query sent meanwhile
+        on this thread opens another."""
         path = quote(
-            f"/api/v2/tenants/{tenant}/databases/{database}/collections/{collection_id}/"
-            f"{operation}",
+            f"/api/v2/tenants/{tenant}/databases/{database}/collections/{collection_id}/query",
             safe="/",
         )
         payload = orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
@@ -154,15 +124,15 @@ class QueryTransport:
             status, data = resp.status, resp.read()
         except (OSError, http.client.HTTPException) as e:
             self._discard(conn)
-            if pending.reused:  # the server had closed it while idle: every operation
-                return self._fresh(pending)  # here is idempotent, so sending it again is safe
+            if pending.reused:  # the server had closed it while idle: the query only
+                return self._fresh(pending)  # reads, so sending it again is safe
             raise self._unreachable(e) from e
         if resp.will_close:
             self._discard(conn)
         else:
             self._give_back(conn)
-        if 200 <= status < 300:  # as chromadb's client: any 2xx is success
-            answer: dict[str, Any] = orjson.loads(data) if data.strip() else {}
+        if status == 200:
+            answer: dict[str, Any] = orjson.loads(data)
             return answer
         raise _error(status, data)
 
@@ -188,9 +158,8 @@ class QueryTransport:
 
 
 class PendingQuery:
-    """A request (usually a query) on its way: `receive()` reads the answer (once);
-    `cancel()` gives up on it and closes its connection, whose unread answer would
-    otherwise confuse the next."""
+    """A query on its way: `receive()` reads the answer (once); `cancel()` gives up on it
+    and closes its connection, whose unread answer would otherwise confuse the next."""
 
     __slots__ = ("_done", "_transport", "conn", "path", "payload", "reused")
 

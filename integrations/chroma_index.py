@@ -22,7 +22,6 @@ Design choices, and why:
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import math
@@ -283,7 +282,6 @@ class ChromaIndex:
         self._transport = transport
         self._lock = threading.Lock()
         self._max_batch: int | None = None
-        self._base64: bool | None = None  # the server takes base64 float32 embeddings
         self._closed = False
 
     # ------------------------------------------------------------------ factories
@@ -362,30 +360,6 @@ class ChromaIndex:
         if self._max_batch is None:
             self._max_batch = max(1, int(self._client.get_max_batch_size()))
         return self._max_batch
-
-    def _batch_body(
-        self,
-        ids: list[str],
-        matrix: np.ndarray | None,
-        metadatas: Sequence[Mapping[str, Scalar] | None],
-    ) -> dict[str, Any]:
-        """An upsert or update request as chromadb's client would send it: embeddings as
-        base64 of little-endian float32 when the server says it takes them (as the client
-        does; one C call per vector instead of packing 384 floats one by one), else as
-        numbers."""
-        embeddings: Any = None
-        if matrix is not None:
-            if self._base64 is None:  # the client's pre-flight answer (fetched once)
-                server = getattr(self._client, "_server", None)
-                ask = getattr(server, "supports_base64_encoding", None)
-                self._base64 = bool(ask()) if callable(ask) else False
-            if self._base64:
-                rows = np.ascontiguousarray(matrix, dtype="<f4")
-                embeddings = [base64.b64encode(r.tobytes()).decode("ascii") for r in rows]
-            else:
-                embeddings = matrix
-        return {"ids": ids, "embeddings": embeddings, "metadatas": list(metadatas),
-                "documents": None, "uris": None}
 
     def _verified(self, namespace: str, collection: Any) -> Any:
         meta = collection.metadata or {}
@@ -504,13 +478,7 @@ class ChromaIndex:
 
             def write(c: Any) -> None:
                 for s in _chunks(len(ids), size):
-                    if self._transport is None:
-                        c.upsert(ids=ids[s], embeddings=matrix[s], metadatas=metadatas[s])
-                    else:  # on a server: the lean request (see `chroma_http`)
-                        self._transport.upsert(
-                            c.tenant, c.database, str(c.id),
-                            self._batch_body(ids[s], matrix[s], metadatas[s]),
-                        )
+                    c.upsert(ids=ids[s], embeddings=matrix[s], metadatas=metadatas[s])
 
             self._call(namespace, write, create_dim=dim)
 
@@ -739,14 +707,7 @@ class ChromaIndex:
             def write(c: Any) -> None:
                 for s in _chunks(len(pairs), size):
                     part = pairs[s]
-                    part_ids, part_metas = [p[0] for p in part], [p[1] for p in part]
-                    if self._transport is None:
-                        c.update(ids=part_ids, metadatas=part_metas)
-                    else:
-                        self._transport.update(
-                            c.tenant, c.database, str(c.id),
-                            self._batch_body(part_ids, None, part_metas),
-                        )
+                    c.update(ids=[p[0] for p in part], metadatas=[p[1] for p in part])
 
             self._call(namespace, write)
 
