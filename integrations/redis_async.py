@@ -59,7 +59,6 @@ from .redis_plan import (
     plan_commit,
     plan_delete,
     plan_drop_namespace,
-    plan_touches,
 )
 from .redis_reads import Lua, Pipelined, Request, Steps, chunks, unique
 from .redis_store import (
@@ -110,6 +109,7 @@ class AsyncRedisStore:
             "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
             "keep": client.register_script(reads.KEEP_SCRIPT),
             "entity_top": client.register_script(reads.ENTITY_TOP_SCRIPT),
+            "touch": client.register_script(reads.TOUCH_SCRIPT),
         }
         self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
 
@@ -242,15 +242,22 @@ class AsyncRedisStore:
         steps = [(unique(ids), utc(at)) for ids, at in events]
         wanted = unique(i for ids, _ in steps for i in ids)
         for chunk in chunks(wanted):
-            written: list[tuple[str, Memory]] = []
-
-            async def body(pipe: Any, chunk: Sequence[str] = chunk,
-                           written: list[tuple[str, Memory]] = written) -> list[Command]:
-                current = await self._read_records(pipe, keys, chunk)
-                cmds, written[:] = plan_touches(keys, current, steps, window)
-                return cmds  # a lost race reruns this from scratch
-
-            await self._guard(self._transact([keys.record(i) for i in chunk], body))
+            deadline = time.monotonic() + _WRITE_DEADLINE_S
+            attempt = 0
+            while True:
+                done, written = await self._guard(
+                    self._run(reads.touch_chunk(keys, chunk, steps, window))
+                )
+                if done:
+                    break
+                attempt += 1  # another writer changed one of them: read again
+                if time.monotonic() > deadline:
+                    raise BackendUnavailable(
+                        f"Redis at {self._name}: a touch lost {attempt} races in a row over "
+                        f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry "
+                        "later"
+                    )
+                await asyncio.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
             for raw, m in written:  # committed: the next recall reads these back
                 DECODED.remember(raw, m)
 

@@ -37,6 +37,7 @@ from .redis_plan import (
     load_memory,
     parse_doc,
     parse_edge_field,
+    plan_touches,
 )
 
 T = TypeVar("T")
@@ -428,6 +429,43 @@ def embeddings(keys: NamespaceKeys, ids: Iterable[str]) -> Steps[dict[str, np.nd
             if raw is not None:
                 out[memory_id] = from_bytes(base64.b64decode(raw))
     return out
+
+
+# Compare-and-set of records: KEYS are record keys; ARGV the text each must still hold,
+# then its new text, per key. All are set, or none when any changed since it was read.
+TOUCH_SCRIPT = """
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) ~= ARGV[2 * i - 1] then return 0 end
+end
+for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[2 * i]) end
+return 1
+"""
+
+
+def touch_chunk(
+    keys: NamespaceKeys,
+    chunk: Sequence[str],
+    steps: Sequence[tuple[Sequence[str], datetime]],
+    window: int,
+) -> Steps[tuple[bool, list[tuple[str, Memory]]]]:
+    """Reinforce the records of `chunk` by `steps` in two round trips: read them, then
+    set them only if none changed meanwhile (`TOUCH_SCRIPT`). WATCH/MULTI/EXEC needs three
+    and redis-py's transaction work besides; touches run behind every recall, beside the
+    next one. Returns (written, the new texts with their memories); not written means
+    another writer got there first, and the caller reads again."""
+    names = [keys.record(i) for i in chunk]
+    raws = yield ("execute_command", "MGET", *names)
+    old = {i: raw for i, raw in zip(chunk, raws, strict=True) if raw is not None}
+    current = {i: load_memory(raw, keys.record(i)) for i, raw in old.items()}
+    _, written = plan_touches(keys, current, steps, window)
+    if not written:
+        return True, []
+    done = yield Lua(
+        "touch",
+        [keys.record(m.id) for _, m in written],
+        [text for raw, m in written for text in (old[m.id], raw)],
+    )
+    return bool(done), written
 
 
 class RecallReads(NamedTuple):

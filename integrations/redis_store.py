@@ -75,7 +75,6 @@ from .redis_plan import (
     plan_commit,
     plan_delete,
     plan_drop_namespace,
-    plan_touches,
 )
 from .redis_reads import Lua, Pipelined, Request, Steps
 from .redis_reads import chunks as _chunks
@@ -230,6 +229,7 @@ class RedisStore:
             "edges": self._edges, "degrees": self._degrees, "bm25": self._bm25,
             "keep": client.register_script(reads.KEEP_SCRIPT),
             "entity_top": client.register_script(reads.ENTITY_TOP_SCRIPT),
+            "touch": client.register_script(reads.TOUCH_SCRIPT),
         }
         self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
         self._guard(client.ping)
@@ -368,22 +368,30 @@ class RedisStore:
         """`touch` of each (ids, at) in order, each record read and written once per
         transaction however many events reinforce it (an optional capability, as on
         SQLite): the background reinforcement writes a burst of recalls' touches in one
-        WATCH/MGET/EXEC instead of one each, which back-to-back recalls otherwise pay
-        for beside the next recall. Atomic per chunk of ids, like `touch`."""
+        read and one compare-and-set (`redis_reads.touch_chunk`) instead of one each,
+        which back-to-back recalls otherwise pay for beside the next recall. Atomic per
+        chunk of ids, like `touch`."""
         keys = self._keys(namespace)
         _check_window(window)
         steps = [(_unique(ids), utc(at)) for ids, at in events]
         wanted = _unique(i for ids, _ in steps for i in ids)
         for chunk in _chunks(wanted):
-            written: list[tuple[str, Memory]] = []
-
-            def body(pipe: Any, chunk: Sequence[str] = chunk,
-                     written: list[tuple[str, Memory]] = written) -> list[Command]:
-                current = self._read_records(pipe, keys, chunk)
-                cmds, written[:] = plan_touches(keys, current, steps, window)
-                return cmds  # a lost race reruns this from scratch
-
-            self._guard(self._transact, [keys.record(i) for i in chunk], body)
+            deadline = time.monotonic() + _WRITE_DEADLINE_S
+            attempt = 0
+            while True:
+                done, written = self._guard(
+                    self._run, reads.touch_chunk(keys, chunk, steps, window)
+                )
+                if done:
+                    break
+                attempt += 1  # another writer changed one of them: read again
+                if time.monotonic() > deadline:
+                    raise BackendUnavailable(
+                        f"Redis at {self._name}: a touch lost {attempt} races in a row over "
+                        f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry "
+                        "later"
+                    )
+                time.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
             for raw, m in written:  # committed: the next recall reads these back
                 DECODED.remember(raw, m)
 

@@ -14,6 +14,7 @@ import pytest
 
 from reverie.core import InvalidInput
 from reverie.core.ports import WriteBatch
+from reverie.integrations import redis_reads
 from reverie.integrations.redis_store import RedisStore
 from reverie.integrations.sqlite_store import SQLiteStore
 from tests.blocking_async_store import BlockingAsyncStore
@@ -96,3 +97,48 @@ def test_touch_many_writes_nothing_on_bad_input(open_store: Callable[[], Any]) -
     assert store.get("ns", m.id) == m
     store.touch_many("ns", [], 3)  # nothing to do
     assert store.get("ns", m.id) == m
+
+
+@pytest.mark.parametrize("flavour", ["redis", "redis-cluster"])
+def test_a_redis_touch_that_loses_a_race_reads_again_and_counts_once(
+    flavour: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between a touch's read and its compare-and-set another process touches the same
+    record: the set must not apply (it would lose that access), and the retry counts both."""
+    url = (str(request.getfixturevalue("redis_url")) if flavour == "redis"
+           else request.getfixturevalue("redis_cluster").url)
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    store, other = RedisStore.from_url(url, prefix=prefix), RedisStore.from_url(url, prefix=prefix)
+    try:
+        m = make_memory()
+        store.commit(WriteBatch("ns", puts=[m]))
+        plain = redis_reads.touch_chunk
+        outcomes: list[bool] = []
+
+        def racing(*args: Any) -> Any:
+            steps = plain(*args)
+            request_ = next(steps)
+            raced = False
+            try:
+                while True:
+                    reply = yield request_
+                    if not outcomes and not raced:  # after the first read only
+                        raced = True
+                        outcomes.append(True)
+                        other.touch("ns", [m.id], T0 + timedelta(hours=1), 3)
+                    request_ = steps.send(reply)
+            except StopIteration as done:
+                outcomes.append(done.value[0])
+                return done.value
+
+        monkeypatch.setattr(redis_reads, "touch_chunk", racing)
+        store.touch("ns", [m.id], T0 + timedelta(hours=2), 3)
+        got = store.get("ns", m.id)
+        assert got is not None and got.access_count == 2 and got.version == 3
+        assert got.recent_accesses == (T0 + timedelta(hours=1), T0 + timedelta(hours=2))
+        # the race, the other store's own touch, the lost set, the retry that wrote
+        assert outcomes == [True, True, False, True]
+    finally:
+        store.delete_namespace("ns")
+        store.close()
+        other.close()
