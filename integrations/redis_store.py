@@ -8,8 +8,10 @@ Why it looks the way it does:
 - Writes are optimistic (see `redis_plan`): WATCH what decides the outcome, read, compute
   every command in Python, MULTI/EXEC; a concurrent change aborts the EXEC and the write is
   recomputed. Records, secondary indexes (status, tier, text hash, fact key, entity, scan
-  order), lexical postings and edges change in the same EXEC, so they never disagree, and
-  `touch` never loses a count. A compare-and-set that loses raises `ConflictError`.
+  order), lexical postings and edges change in the same EXEC, so they never disagree. A
+  compare-and-set that loses raises `ConflictError`. `touch`, which changes records only,
+  reads them and sets them in one Lua compare-and-set on their exact texts (two round
+  trips, not three), re-read when another writer got there first: it never loses a count.
 - Reads are written once, as request/reply generators in `redis_reads`, and driven here
   (blocking) and in `redis_async` (awaited): both stores read alike, round trip for round
   trip.
