@@ -226,7 +226,10 @@ class MemoryEngine:
         # policy.reinforce_async (core/reinforcement.py); its thread starts on first use
         self._reinforcer = Reinforcer(
             self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries,
-            linger=policy.reinforce_linger_seconds,
+            linger=(
+                policy.reinforce_linger_shared_seconds if getattr(store, "remote", False)
+                else policy.reinforce_linger_seconds
+            ),
             apply_many=self._touch_many if hasattr(store, "touch_many") else None,
         )
         # observe's new vectors, written behind the caller in batches when

@@ -109,7 +109,9 @@ class RecordStore(Protocol):
       of recalls' touches together;
     - `recall_reads(namespace, ids, *, embeddings, degrees)` -> (memories, embeddings,
       degrees): `get_many`, and if asked `embeddings` and `degrees`, in one round trip
-      (RedisStore): recall on a networked store reads its candidates once, not thrice.
+      (RedisStore): recall on a networked store reads its candidates once, not thrice;
+    - `remote: bool`: writes cross a network (RedisStore), so the background reinforcement
+      waits `Policy.reinforce_linger_shared_seconds` to batch more of them.
     """
 
     def commit(self, batch: WriteBatch) -> None: ...

@@ -93,6 +93,8 @@ class AsyncRedisStore:
     fails at once with `BackendUnavailable`), close with `await store.aclose()`.
     """
 
+    remote = True  # as RedisStore's
+
     def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX, name: str = "redis") -> None:
         self._client = client
         self._prefix = validate_prefix(prefix)

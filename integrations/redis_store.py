@@ -215,6 +215,9 @@ class RedisStore:
     `decode_responses=True`; `from_url` builds one.
     """
 
+    # writes cross a network: the engine batches background touches longer (core.ports)
+    remote = True
+
     def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX, name: str = "redis") -> None:
         self._client = client
         self._prefix = validate_prefix(prefix)

@@ -15,7 +15,7 @@ import pytest
 
 from reverie.core import Policy
 from reverie.core.engine import MemoryEngine
-from reverie.core.errors import BackendUnavailable
+from reverie.core.errors import BackendUnavailable, InvalidInput
 from reverie.core.reinforcement import Reinforcer
 from tests.fakes import InMemoryStore
 from tests.unit.conftest import T0, make_engine
@@ -304,3 +304,19 @@ def test_a_failing_batch_is_retried_whole_then_reported_per_touch(
     assert calls == [3, 3]  # the batch, then its one retry: a failed batch wrote nothing
     assert [e.ids for e, _ in r.failed] == [("m0",), ("m1",), ("m2",)]
     assert caplog.text.count("failed after 2 attempts") == 3
+
+
+def test_a_networked_store_gets_the_shared_linger() -> None:
+    """A store that says its writes cross a network (`remote`, as RedisStore does) batches
+    background touches for `reinforce_linger_shared_seconds`; a local one for
+    `reinforce_linger_seconds`."""
+    policy = Policy(reinforce_linger_seconds=0.01, reinforce_linger_shared_seconds=0.07)
+    local = make_engine(policy, store=BatchingStore())
+    networked_store = BatchingStore()
+    networked_store.remote = True  # type: ignore[attr-defined]
+    networked = make_engine(policy, store=networked_store)
+    assert local._reinforcer._linger == 0.01
+    assert networked._reinforcer._linger == 0.07
+    assert Policy().reinforce_linger_shared_seconds == 0.05
+    with pytest.raises(InvalidInput):
+        Policy(reinforce_linger_shared_seconds=-1.0)
