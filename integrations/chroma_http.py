@@ -1,7 +1,7 @@
 """The nearest-neighbour query to a Chroma server, sent without the chromadb client.
 
 Why: recall on the shared tier waits on one `query` per call, and chromadb's HTTP client
-(httpx, plus its own request validation and tracing) spent about 1.1 ms of the worker's
+(httpx, plus its own request validation and tracing) spent about 1.4 ms more of the worker's
 CPU per query on this machine before the request left: 2.1 ms against 0.66 ms for the
 same JSON body sent on a kept-alive `http.client` connection, and 6.7 against 5.0 ms
 wall (benchmarks/results/latency_tiers.md has the recall numbers). That CPU is taken from
