@@ -16,9 +16,7 @@ asyncio one: `await AsyncRedisStore.open(url)` for `from_url`, `await aclose()` 
 from __future__ import annotations
 
 import asyncio
-import random
 import secrets
-import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -63,11 +61,10 @@ from .redis_plan import (
 from .redis_reads import Lua, Pipelined, Request, Steps, chunks, unique
 from .redis_store import (
     _ACQUIRE,
-    _BACKOFF_MAX_S,
     _DEGREES,
     _EDGES,
     _RELEASE,
-    _WRITE_DEADLINE_S,
+    LostRaces,
     _check_ttl,
     _check_window,
     _safe,
@@ -153,8 +150,7 @@ class AsyncRedisStore:
     async def _transact(
         self, watch: Sequence[str], body: Callable[[Any], Awaitable[list[Command]]]
     ) -> None:
-        deadline = time.monotonic() + _WRITE_DEADLINE_S
-        attempt = 0
+        races = LostRaces(self._name)
         while True:
             async with self._client.pipeline(transaction=True) as pipe:
                 try:
@@ -171,13 +167,7 @@ class AsyncRedisStore:
                     return
                 except WatchError:
                     pass
-            attempt += 1
-            if time.monotonic() > deadline:
-                raise BackendUnavailable(
-                    f"Redis at {self._name}: a write lost {attempt} races in a row over "
-                    f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry later"
-                )
-            await asyncio.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
+            await asyncio.sleep(races.lost())
 
     async def _run(self, steps: Steps[T], conn: Any = None) -> T:
         """Drive a shared read (`redis_reads`) on `conn` (the client, or a pipeline under
@@ -244,22 +234,14 @@ class AsyncRedisStore:
         steps = [(unique(ids), utc(at)) for ids, at in events]
         wanted = unique(i for ids, _ in steps for i in ids)
         for chunk in chunks(wanted):
-            deadline = time.monotonic() + _WRITE_DEADLINE_S
-            attempt = 0
+            races = LostRaces(self._name, "a touch")
             while True:
                 done, written = await self._guard(
                     self._run(reads.touch_chunk(keys, chunk, steps, window))
                 )
                 if done:
                     break
-                attempt += 1  # another writer changed one of them: read again
-                if time.monotonic() > deadline:
-                    raise BackendUnavailable(
-                        f"Redis at {self._name}: a touch lost {attempt} races in a row over "
-                        f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry "
-                        "later"
-                    )
-                await asyncio.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
+                await asyncio.sleep(races.lost())  # another writer changed one: read again
             for raw, m in written:  # committed: the next recall reads these back
                 DECODED.remember(raw, m)
 

@@ -92,6 +92,28 @@ _SOCKET_TIMEOUT_S = 30.0
 # runs out under pathological contention, which is then reported rather than spun on.
 _WRITE_DEADLINE_S = 30.0
 _BACKOFF_MAX_S = 0.02
+
+
+class LostRaces:
+    """The retry budget of one optimistic write (sync and asyncio stores alike): each lost
+    race gives a short random backoff, growing to `_BACKOFF_MAX_S`, until the write has
+    lost for `_WRITE_DEADLINE_S`; then `BackendUnavailable` says the namespace is too
+    contended."""
+
+    def __init__(self, store: str, what: str = "a write") -> None:
+        self._store, self._what = store, what
+        self._deadline = time.monotonic() + _WRITE_DEADLINE_S
+        self._attempt = 0
+
+    def lost(self) -> float:
+        """Seconds to wait before trying again, or `BackendUnavailable` past the budget."""
+        self._attempt += 1
+        if time.monotonic() > self._deadline:
+            raise BackendUnavailable(
+                f"Redis at {self._store}: {self._what} lost {self._attempt} races in a row "
+                f"over {_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry later"
+            )
+        return random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * self._attempt))
 _URL_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
 
 # Lease = "<expires ms>|<token>|<holder>". Redis's clock decides expiry for every client.
@@ -277,8 +299,7 @@ class RedisStore:
         """WATCH `watch`, run `body(pipe)` (reads in immediate mode; returns the commands,
         or None for nothing to do), MULTI/EXEC them; rerun from scratch if a watched key
         changed. Exceptions from `body` (a conflict, bad input) propagate, nothing applied."""
-        deadline = time.monotonic() + _WRITE_DEADLINE_S
-        attempt = 0
+        races = LostRaces(self._name)
         while True:
             with self._client.pipeline(transaction=True) as pipe:
                 try:
@@ -294,13 +315,7 @@ class RedisStore:
                     return pipe.execute()
                 except WatchError:
                     pass
-            attempt += 1
-            if time.monotonic() > deadline:
-                raise BackendUnavailable(
-                    f"Redis at {self._name}: a write lost {attempt} races in a row over "
-                    f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry later"
-                )
-            time.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
+            time.sleep(races.lost())
 
     def _run(self, steps: Steps[T], conn: Any = None) -> T:
         """Drive a shared read (`redis_reads`) on `conn` (the client, or a pipeline under
@@ -381,22 +396,14 @@ class RedisStore:
         steps = [(_unique(ids), utc(at)) for ids, at in events]
         wanted = _unique(i for ids, _ in steps for i in ids)
         for chunk in _chunks(wanted):
-            deadline = time.monotonic() + _WRITE_DEADLINE_S
-            attempt = 0
+            races = LostRaces(self._name, "a touch")
             while True:
                 done, written = self._guard(
                     self._run, reads.touch_chunk(keys, chunk, steps, window)
                 )
                 if done:
                     break
-                attempt += 1  # another writer changed one of them: read again
-                if time.monotonic() > deadline:
-                    raise BackendUnavailable(
-                        f"Redis at {self._name}: a touch lost {attempt} races in a row over "
-                        f"{_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry "
-                        "later"
-                    )
-                time.sleep(random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * attempt)))
+                time.sleep(races.lost())  # another writer changed one of them: read again
             for raw, m in written:  # committed: the next recall reads these back
                 DECODED.remember(raw, m)
 

@@ -142,3 +142,17 @@ def test_a_redis_touch_that_loses_a_race_reads_again_and_counts_once(
         store.delete_namespace("ns")
         store.close()
         other.close()
+
+
+def test_lost_races_back_off_briefly_then_give_up_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every optimistic Redis write (WATCH/EXEC and the touch's compare-and-set, sync and
+    asyncio) retries through one budget: short random waits, then `BackendUnavailable`."""
+    from reverie.core.errors import BackendUnavailable
+    from reverie.integrations import redis_store
+
+    races = redis_store.LostRaces("redis://x", "a touch")
+    waits = [races.lost() for _ in range(50)]
+    assert all(0 <= w <= redis_store._BACKOFF_MAX_S for w in waits)
+    monkeypatch.setattr(redis_store, "_WRITE_DEADLINE_S", -1.0)  # already past the budget
+    with pytest.raises(BackendUnavailable, match="a touch lost 1 races in a row"):
+        redis_store.LostRaces("redis://x", "a touch").lost()
