@@ -20,11 +20,11 @@ the Chroma server all compete for them, so the throughput scaling measured here 
 floor of what a real deployment (Redis and Chroma on their own hosts) would see.
 
 Run: python benchmarks/latency_tiers.py [--sizes 10000 100000] [--queries 200]
-     [--workers 1 2 4] [--throughput-ops 1200] [--index-modes behind inline]
+     [--workers 1 2 4] [--throughput-ops 1200] [--index-modes outbox behind inline]
      [--build-budget 1800]
 Throughput only, into its own files (latency_tiers.md keeps the recall tables), repeated
 runs with medians (the machine is shared, single runs of the ratio vary by +-0.3x):
-     python benchmarks/latency_tiers.py --sizes --tiers shared --index-modes behind \
+     python benchmarks/latency_tiers.py --sizes --tiers shared --index-modes outbox behind \
          --throughput-ops 2400 --repeat 6 --name latency_tiers_throughput
 """
 
@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -377,6 +377,14 @@ def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> 
 # --- observe throughput with N worker processes on Redis -----------------------------------
 
 
+# Throughput modes: how a worker's vectors reach the Chroma server (policy changes)
+MODE_POLICY: dict[str, dict[str, bool]] = {
+    "outbox": {},  # the default: behind observe, through the namespace's shared outbox
+    "behind": {"index_outbox": False},  # behind observe, each engine its own upserts
+    "inline": {"index_async": False, "index_outbox": False},  # observe waits for its vector
+}
+
+
 def _cpu_s(pid: int | None) -> float:
     """CPU seconds (user + system, every thread) a process has used so far."""
     if pid is None:
@@ -390,7 +398,7 @@ def _cpu_s(pid: int | None) -> float:
 
 def _observe_worker(
     wid: int, vec_file: str, items: list[str], redis_url: str, chroma_url: str, ns: str,
-    barrier: Any, out: Any, index_async: bool = True,
+    barrier: Any, out: Any, mode: str = "outbox",
 ) -> None:
     """One agent worker: its own engine on the shared tier, observing its own texts. Its
     time and CPU run from the common start to the end of `close()`, which writes any
@@ -406,11 +414,12 @@ def _observe_worker(
             Path(tempfile.gettempdir()) / f"reverie-bench-w{os.getpid()}",
             store=redis_url, vectors=chroma_url, embedder=embedder,
             clock=ManualClock(datetime(2025, 1, 1, tzinfo=UTC)),
-            policy=DEFAULT_POLICY.replace(index_async=index_async),
+            policy=DEFAULT_POLICY.replace(**MODE_POLICY[mode]),
         )
         engine.observe("warm-up: open every connection before the clock starts", namespace=ns)
         engine.flush()
         calls0 = engine._indexer.calls
+        drains0 = getattr(engine.vectors, "drains", 0)
         barrier.wait(timeout=300)
         c0 = os.times()
         t0 = time.perf_counter()
@@ -419,13 +428,16 @@ def _observe_worker(
         engine.flush()  # the vectors written behind observe are part of the work
         elapsed = time.perf_counter() - t0
         c1 = os.times()
-        calls = engine._indexer.calls - calls0
+        # vector writes that reached the Chroma server: the outbox counts the batches this
+        # worker drained (everyone's), the engine's writer the upserts it made itself
+        drains = getattr(engine.vectors, "drains", None)
+        calls = drains - drains0 if drains is not None else engine._indexer.calls - calls0
         rss, peak = _rss_of(os.getpid()), _rss_of(os.getpid(), "VmHWM")
         engine.close()
         out.put({"wid": wid, "ops": len(items), "seconds": elapsed, "end": time.time(),
                  "start": time.time() - elapsed,
                  "cpu_s": (c1.user - c0.user) + (c1.system - c0.system),
-                 "index_calls": calls if index_async else len(items),
+                 "index_calls": calls if mode != "inline" else len(items),
                  "rss_mb": rss, "peak_rss_mb": peak})
     except BaseException as e:  # report, never hang the parent
         import traceback
@@ -435,7 +447,7 @@ def _observe_worker(
 
 def throughput(
     workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
-    servers: Servers, tmp: Path, modes: Sequence[bool] = (True,), repeat: int = 1,
+    servers: Servers, tmp: Path, modes: Sequence[str] = ("outbox",), repeat: int = 1,
     prefill: int = 0,
 ) -> list[dict[str, Any]]:
     """Each mode (index_async True = vectors written behind observe, the default; False =
@@ -454,9 +466,9 @@ def throughput(
     offset = 0
     for run in range(repeat):
         order = list(workers) if run % 2 == 0 else list(reversed(workers))
-        for index_async in modes:
+        for mode in modes:
             mode_rows, offset = _throughput_mode(
-                order, total_ops, corpus, embedder, servers, tmp, index_async, offset, rc,
+                order, total_ops, corpus, embedder, servers, tmp, mode, offset, rc,
                 prefill,
             )
             for r in mode_rows:
@@ -468,7 +480,7 @@ def throughput(
 
 def _throughput_mode(
     workers: Sequence[int], total_ops: int, corpus: list[str], embedder: TableEmbedder,
-    servers: Servers, tmp: Path, index_async: bool, offset: int, rc: Any, prefill: int = 0,
+    servers: Servers, tmp: Path, mode: str, offset: int, rc: Any, prefill: int = 0,
 ) -> tuple[list[dict[str, Any]], int]:
     ctx = mp.get_context("spawn")
     rows = []
@@ -502,7 +514,7 @@ def _throughput_mode(
         procs = [
             ctx.Process(target=_observe_worker, args=(
                 w, str(vec_file), chunks[w], servers.redis_url, servers.chroma_url, ns,
-                barrier, out, index_async,
+                barrier, out, mode,
             ))
             for w in range(n)
         ]
@@ -528,7 +540,8 @@ def _throughput_mode(
         ops = sum(r["ops"] for r in reports)
         worker_cpu = sum(r["cpu_s"] for r in reports)
         rows.append({
-            "index_async": index_async,
+            "mode": mode,
+            "index_async": mode != "inline",
             "workers": n,
             "observes": ops,
             "wall_s": wall,
@@ -545,7 +558,7 @@ def _throughput_mode(
             "worker_peak_rss_mb_max": float(np.max([r["peak_rss_mb"] for r in reports])),
             **servers.rss_mb(),
         })
-        print(f"  throughput {n} workers (index_async={index_async}): {ops / wall:.0f} "
+        print(f"  throughput {n} workers ({mode}): {ops / wall:.0f} "
               "observe/s", file=sys.stderr)
     base = min(rows, key=lambda r: r["workers"])["observe_per_s"]
     for r in rows:
@@ -653,13 +666,16 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
         "Observe throughput on the shared tier: N worker processes, each with its own "
         "engine, observing distinct texts into one namespace; wall time from a common "
         "start barrier until the last worker has observed its texts and written every "
-        "vector (`engine.flush()`). Vectors: `behind` = written behind observe in batches "
-        "(Policy.index_async, the default), `inline` = each observe writes its own vector "
-        "before returning (index_async=False, the old path), measured in the same run. "
+        "vector (`engine.flush()`). Vectors: `outbox` = written behind observe and through "
+        "the namespace's Redis outbox, drained by one worker at a time for everyone "
+        "(Policy.index_async and index_outbox, the default); `behind` = written behind "
+        "observe, each worker's engine upserting its own batches (index_outbox=False); "
+        "`inline` = each observe writes its own vector before returning (index_async=False, "
+        "the oldest path); modes listed in one table were measured in the same run. "
         "CPU is ms per observe from /proc (workers: user + system of the timed section); "
         "cores busy = all of it over the wall time (2 cores here); Redis commands from "
-        "INFO commandstats (MULTI/EXEC/WATCH included); vector writes = upsert calls to the "
-        "Chroma server per observe."
+        "INFO commandstats (MULTI/EXEC/WATCH included); vector writes = batches written to "
+        "the Chroma server per observe (an outbox batch is one merged upsert)."
         + (f" Each row's namespace first held {tput[0]['prefilled_memories']:,} other "
            "memories (bulk-loaded records and vectors, `--prefill`)."
            if tput and tput[0].get("prefilled_memories") else ""),
@@ -676,7 +692,7 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
         load = t.get("load_1m_before_after")
         lines.append(
             f"| {t.get('run', 1)} "
-            f"| {'behind' if t.get('index_async', False) else 'inline'} | {t['workers']} | "
+            f"| {_mode(t)} | {t['workers']} | "
             f"{t['observes']} | {t['wall_s']:.1f} | {t['observe_per_s']:.0f} | "
             f"{t['speedup_vs_1']:.2f}x | {num('worker_cpu_ms_per_observe')} | "
             f"{num('redis_cpu_ms_per_observe')} | {num('chroma_cpu_ms_per_observe')} | "
@@ -687,6 +703,13 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
             + (f"{load[0]:.1f} -> {load[1]:.1f} |" if load else "- |")
         )
     return lines + render_medians(tput)
+
+
+def _mode(t: Mapping[str, Any]) -> str:
+    """A row's vector mode; rows saved before the outbox have only `index_async`."""
+    if "mode" in t:
+        return str(t["mode"])
+    return "behind" if t.get("index_async", False) else "inline"
 
 
 def render_medians(tput: list[dict[str, Any]]) -> list[str]:
@@ -702,13 +725,13 @@ def render_medians(tput: list[dict[str, Any]]) -> list[str]:
         "| vectors | workers | observe/s (median) | vs 1 worker (median) | each run |",
         "|---|---|---|---|---|",
     ]
-    for mode in sorted({bool(t.get("index_async", False)) for t in tput}, reverse=True):
-        rows = [t for t in tput if bool(t.get("index_async", False)) == mode]
+    for mode in sorted({_mode(t) for t in tput}, key=list(MODE_POLICY).index):
+        rows = [t for t in tput if _mode(t) == mode]
         for n in sorted({t["workers"] for t in rows}):
             mine = sorted((t for t in rows if t["workers"] == n), key=lambda t: t.get("run", 1))
             ratios = [t["speedup_vs_1"] for t in mine]
             lines.append(
-                f"| {'behind' if mode else 'inline'} | {n} | "
+                f"| {mode} | {n} | "
                 f"{float(np.median([t['observe_per_s'] for t in mine])):.0f} | "
                 f"{float(np.median(ratios)):.2f}x | "
                 + ", ".join(f"{r:.2f}x" for r in ratios) + " |"
@@ -742,10 +765,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="throughput runs over every worker count, the order reversed every "
                          "other run; the report adds each count's median and every run's "
                          "ratio")
-    ap.add_argument("--index-modes", nargs="+", choices=["behind", "inline"],
-                    default=["behind", "inline"],
-                    help="throughput with vectors written behind observe (the default "
-                         "policy) and/or inline (index_async=False), in the same run")
+    ap.add_argument("--index-modes", nargs="+", choices=list(MODE_POLICY),
+                    default=["outbox", "behind"],
+                    help="throughput with vectors written behind observe through the shared "
+                         "outbox (the default policy), behind observe by each worker "
+                         "(index_outbox=False) and/or inline (index_async=False), in the "
+                         "same run")
     ap.add_argument("--tiers", nargs="+", default=["embedded", "shared"])
     ap.add_argument("--build-budget", type=float, default=1800.0,
                     help="seconds allowed to build one tier at one size before it stops")
@@ -816,9 +841,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             if args.workers:
                 # texts no size used, so every observe in the throughput runs is new
                 fresh = corpus[max(args.sizes, default=0) + 100 :]
-                modes = [m == "behind" for m in args.index_modes]
                 tput = throughput(args.workers, args.throughput_ops, fresh, embedder,
-                                  servers, tmp, modes, max(1, args.repeat), args.prefill)
+                                  servers, tmp, args.index_modes, max(1, args.repeat),
+                                  args.prefill)
         finally:
             servers.stop()
     print(save())

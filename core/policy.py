@@ -16,7 +16,7 @@ from typing import Any
 from .errors import InvalidPolicy
 
 _SIGNED_FIELDS = frozenset({"cluster_recomb_p"})  # the only numbers allowed below zero
-_FLAG_FIELDS = frozenset({"reinforce_async", "index_async"})  # the switches (bool)
+_FLAG_FIELDS = frozenset({"reinforce_async", "index_async", "index_outbox"})  # the switches (bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +160,15 @@ class Policy:
     index_async: bool = True  # False: observe writes its vectors before returning
     index_queue: int = 4096  # vectors queued at most; a full queue makes observe wait
     index_retries: int = 3  # re-tries of a failed background index write before it is logged
+    # --- the shared tier's vector outbox (integrations/vector_outbox.py): with a Redis
+    # store and a Chroma server, every worker's vector writes to a namespace queue in
+    # Redis and whichever worker holds the namespace's drain lease writes them all in one
+    # call, so N workers make one stream of large upserts instead of N of small ones
+    index_outbox: bool = True  # False: each worker writes its own vectors to the server
+    index_outbox_batch: int = 512  # queued writes applied in one drain call at most
+    index_outbox_lease_seconds: float = 10.0  # a dead drainer's lease frees after this
+    index_outbox_wait_seconds: float = 120.0  # a writer waits this long for a drain, then
+    # raises BackendUnavailable (the engine retries, then flags the index for repair)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -199,7 +208,8 @@ class Policy:
             "cluster_knn", "cluster_max_size", "cluster_hdbscan_min_cluster_size",
             "cluster_hdbscan_min_samples", "cluster_recomb_radius", "cluster_recomb_weight_floor",
             "synthesis_max_workers", "trigger_retrieval_window", "trigger_duplicate_sample",
-            "sweep_digest_size", "reinforce_queue", "index_queue",
+            "sweep_digest_size", "reinforce_queue", "index_queue", "index_outbox_batch",
+            "index_outbox_lease_seconds", "index_outbox_wait_seconds",
         ]:
             if getattr(self, name) <= 0:
                 problems.append(f"{name} must be > 0")

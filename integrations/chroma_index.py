@@ -195,6 +195,35 @@ def _check_metadata(item_id: str, metadata: Mapping[str, Any]) -> dict[str, Scal
     return out or None
 
 
+def _checked_items(
+    namespace: str, items: Sequence[VectorItem]
+) -> tuple[list[str], list[Vector], list[dict[str, Scalar] | None]]:
+    """Ids, float32 vectors and metadata of an upsert, all checked before anything is
+    written: unique non-empty ids, valid vectors of one dimension, storable metadata."""
+    ids: list[str] = []
+    vectors: list[Vector] = []
+    metadatas: list[dict[str, Scalar] | None] = []
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item.id, str) or not item.id:
+            raise InvalidInput(f"vector ids must be non-empty strings, got {item.id!r}")
+        if item.id in seen:
+            raise InvalidInput(f"id {item.id!r} appears twice in one upsert")
+        seen.add(item.id)
+        vectors.append(_check_vector(item.id, item.vector, namespace))
+        metadatas.append(_check_metadata(item.id, item.metadata))
+        ids.append(item.id)
+    if ids:
+        dim = vectors[0].shape[0]
+        for item_id, vec in zip(ids, vectors, strict=True):
+            if vec.shape[0] != dim:
+                raise InvalidVector(
+                    f"vector of {item_id!r} has dimension {vec.shape[0]}, but {ids[0]!r} in "
+                    f"the same upsert has {dim}; nothing was written"
+                )
+    return ids, vectors, metadatas
+
+
 def _where(where: Mapping[str, Scalar] | None) -> dict[str, Any] | None:
     """A plain equality filter {"status": "active", ...} in Chroma's where syntax."""
     if not where:
@@ -438,42 +467,16 @@ class ChromaIndex:
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None:
         """Insert or replace `items`; all-or-nothing validation before any write."""
         validate_namespace(namespace)
-        items = list(items)
-        if not items:
+        ids, vectors, metadatas = _checked_items(namespace, items)
+        if not ids:
             return
-        ids: list[str] = []
-        vectors: list[Vector] = []
-        metadatas: list[dict[str, Scalar] | None] = []
-        seen: set[str] = set()
-        for item in items:
-            if not isinstance(item.id, str) or not item.id:
-                raise InvalidInput(f"vector ids must be non-empty strings, got {item.id!r}")
-            if item.id in seen:
-                raise InvalidInput(f"id {item.id!r} appears twice in one upsert")
-            seen.add(item.id)
-            vectors.append(_check_vector(item.id, item.vector, namespace))
-            metadatas.append(_check_metadata(item.id, item.metadata))
-            ids.append(item.id)
         dim = vectors[0].shape[0]
-        for item_id, vec in zip(ids, vectors, strict=True):
-            if vec.shape[0] != dim:
-                raise InvalidVector(
-                    f"vector of {item_id!r} has dimension {vec.shape[0]}, but {ids[0]!r} in "
-                    f"the same upsert has {dim}; nothing was written"
-                )
         matrix = np.stack(vectors)
 
         with self._guard():
             col = self._collection(namespace, create_dim=dim)
             assert col is not None
-            stored = self._dimension(col)
-            if stored != dim:
-                raise InvalidVector(
-                    f"namespace {namespace!r} holds {stored}-dimensional vectors but this "
-                    f"upsert has {dim}-dimensional ones (a different embedder?); nothing was "
-                    "written. To switch embedders, drop the namespace's vector index and "
-                    "rebuild it from the record store."
-                )
+            self._check_dimension(namespace, self._dimension(col), dim)
             size = self._batch_size()
 
             def write(c: Any) -> None:
@@ -481,6 +484,52 @@ class ChromaIndex:
                     c.upsert(ids=ids[s], embeddings=matrix[s], metadatas=metadatas[s])
 
             self._call(namespace, write, create_dim=dim)
+
+    def _check_dimension(self, namespace: str, stored: int, dim: int) -> None:
+        if stored != dim:
+            raise InvalidVector(
+                f"namespace {namespace!r} holds {stored}-dimensional vectors but this "
+                f"upsert has {dim}-dimensional ones (a different embedder?); nothing was "
+                "written. To switch embedders, drop the namespace's vector index and "
+                "rebuild it from the record store."
+            )
+
+    def checked_items(self, namespace: str, items: Sequence[VectorItem]) -> list[VectorItem]:
+        """`items` as `upsert` would take them (float32 vectors, Chroma metadata), or the
+        error `upsert` would raise, without writing: a queue in front of the index
+        (`vector_outbox`) refuses bad input before it queues it, not when it drains."""
+        validate_namespace(namespace)
+        ids, vectors, metadatas = _checked_items(namespace, items)
+        if ids:
+            stored = self.dimension(namespace)
+            if stored is not None:
+                self._check_dimension(namespace, stored, vectors[0].shape[0])
+        return [
+            VectorItem(i, v, m or {}) for i, v, m in zip(ids, vectors, metadatas, strict=True)
+        ]
+
+    def checked_metadata(
+        self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[str, dict[str, Scalar]]]:
+        """(id, metadata) pairs as `set_metadata` would write them (empty ones dropped),
+        or the error it would raise, without writing."""
+        validate_namespace(namespace)
+        id_list = _check_ids(ids, "set_metadata")
+        metas = list(metadata)
+        if len(metas) != len(id_list):
+            raise InvalidInput(
+                f"set_metadata got {len(id_list)} ids but {len(metas)} metadata mappings"
+            )
+        return [
+            (i, m)
+            for i, raw in zip(id_list, metas, strict=True)
+            if (m := _check_metadata(i, raw)) is not None
+        ]
+
+    def checked_ids(self, namespace: str, ids: Sequence[str]) -> list[str]:
+        """`ids` as `delete` would take them, or the error it would raise."""
+        validate_namespace(namespace)
+        return _check_ids(ids, "delete")
 
     def query(
         self,
@@ -687,18 +736,7 @@ class ChromaIndex:
     ) -> None:
         """Merge `metadata[i]` into the metadata of `ids[i]` (keys given are overwritten,
         others kept). Unknown ids are ignored."""
-        validate_namespace(namespace)
-        id_list = _check_ids(ids, "set_metadata")
-        metas = list(metadata)
-        if len(metas) != len(id_list):
-            raise InvalidInput(
-                f"set_metadata got {len(id_list)} ids but {len(metas)} metadata mappings"
-            )
-        pairs = [
-            (i, m)
-            for i, raw in zip(id_list, metas, strict=True)
-            if (m := _check_metadata(i, raw)) is not None
-        ]
+        pairs = self.checked_metadata(namespace, ids, metadata)
         if not pairs:
             return
         with self._guard():
@@ -713,8 +751,7 @@ class ChromaIndex:
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Remove `ids` from the namespace; unknown ids are fine."""
-        validate_namespace(namespace)
-        id_list = _check_ids(ids, "delete")
+        id_list = self.checked_ids(namespace, ids)
         if not id_list:
             return
         with self._guard():

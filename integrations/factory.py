@@ -91,6 +91,7 @@ def open_engine(
         raise InvalidInput(f"{type(rs).__name__} has no lexical index (BM25) to recall with")
     try:
         vi = vectors if _is_vectors(vectors) else open_vectors(vectors, base)  # type: ignore[arg-type]
+        vi = shared_outbox(rs, vi, policy)
         if embedder is None:
             from .embedders import LocalEmbedder
 
@@ -111,6 +112,23 @@ def open_engine(
     except BaseException:
         rs.close()
         raise
+
+
+def shared_outbox(store: RecordStore, vectors: VectorIndex, policy: Policy) -> VectorIndex:
+    """A vector server shared through a Redis store gets the vector outbox
+    (`vector_outbox`): every worker's writes to a namespace go to the server as one stream
+    of large upserts. Not for an in-process index (each process has its own), not for
+    another store, and not when `policy.index_outbox` is off."""
+    if not (policy.index_outbox and getattr(vectors, "remote", False)):
+        return vectors
+    if not getattr(store, "remote", False):
+        return vectors
+    from .redis_store import RedisStore
+    from .vector_outbox import OutboxIndex
+
+    if not isinstance(store, RedisStore) or isinstance(vectors, OutboxIndex):
+        return vectors
+    return OutboxIndex(vectors, store.client, prefix=store.prefix, policy=policy)
 
 
 def _is_store(x: object) -> bool:

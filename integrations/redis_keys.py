@@ -31,6 +31,11 @@ key (after the prefix)       type     holds
                                       recall's lexical-only candidates; deleted with the record
 {ns}:journal                 hash     consolidation fingerprint -> JSON entry
 {ns}:lock                    string   "<expires ms>|<token>|<holder>" with a PX expiry
+{ns}:vq                      list     queued vector-index writes, JSON, oldest first
+                                      (vector_outbox); trimmed as they are applied
+{ns}:vq:pushed               string   counter: writes ever queued
+{ns}:vq:done                 string   counter: writes applied (done + LLEN vq = pushed)
+{ns}:vq:lease                string   the drain lease: a token with a PX expiry
 {ns}:keys                    set      every per-item key above (hash:, key:, ent:, adj:,
                                       lex:t:), so a namespace is deleted without SCAN
 namespaces                   set      namespace names (listing never scans keys)
@@ -69,7 +74,8 @@ class NamespaceKeys:
 
     __slots__ = (
         "adj_prefix", "all", "base", "doc", "doclen", "edges", "emb", "journal", "lexlog",
-        "lock", "namespace", "registry", "seq", "stats",
+        "lock", "namespace", "outbox", "outbox_done", "outbox_lease", "outbox_pushed",
+        "registry", "seq", "stats",
     )
 
     def __init__(self, prefix: str, namespace: str) -> None:
@@ -87,6 +93,10 @@ class NamespaceKeys:
         self.emb = self.base + "emb"
         self.journal = self.base + "journal"
         self.lock = self.base + "lock"
+        self.outbox = self.base + "vq"
+        self.outbox_pushed = self.base + "vq:pushed"
+        self.outbox_done = self.base + "vq:done"
+        self.outbox_lease = self.base + "vq:lease"
         self.registry = self.base + "keys"
 
     def record(self, memory_id: str) -> str:

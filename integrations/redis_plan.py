@@ -420,11 +420,13 @@ def plan_delete(
 def plan_drop_namespace(
     keys: NamespaceKeys, ids: Sequence[str], registry: Sequence[str]
 ) -> list[Command]:
-    """Every key of a namespace (journal included, the lock left to expire): the fixed
+    """Every key of a namespace (journal and vector outbox included, the locks left to
+    expire): the fixed
     keys, the per-item keys its registry lists and the records of `ids` (read under
     WATCH of `all` and the registry, so a concurrent writer forces a re-read)."""
     names = [keys.seq, keys.all, keys.edges, keys.doclen, keys.doc, keys.stats,
-             keys.emb, keys.lexlog, keys.journal, keys.registry]
+             keys.emb, keys.lexlog, keys.journal, keys.registry, keys.outbox,
+             keys.outbox_pushed, keys.outbox_done]
     names += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
     names += sorted(registry) + [keys.record(i) for i in ids]
     return [("DEL", *names[i : i + _DEL_CHUNK]) for i in range(0, len(names), _DEL_CHUNK)]

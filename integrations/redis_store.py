@@ -274,6 +274,10 @@ class RedisStore:
     def client(self) -> Any:
         return self._client
 
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
     def _keys(self, namespace: str) -> NamespaceKeys:
         return NamespaceKeys(self._prefix, namespace)
 
