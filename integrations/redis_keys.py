@@ -36,6 +36,8 @@ key (after the prefix)       type     holds
 {ns}:vq:pushed               string   counter: writes ever queued
 {ns}:vq:done                 string   counter: writes applied (done + LLEN vq = pushed)
 {ns}:vq:lease                string   the drain lease: a token with a PX expiry
+{ns}:vq:waiters              set      tokens of writers waiting for the lease
+{ns}:vq:wake:<token>         list     a waiting writer's wake-up call (BLPOP), expires
 {ns}:keys                    set      every per-item key above (hash:, key:, ent:, adj:,
                                       lex:t:), so a namespace is deleted without SCAN
 namespaces                   set      namespace names (listing never scans keys)
@@ -75,7 +77,7 @@ class NamespaceKeys:
     __slots__ = (
         "adj_prefix", "all", "base", "doc", "doclen", "edges", "emb", "journal", "lexlog",
         "lock", "namespace", "outbox", "outbox_done", "outbox_lease", "outbox_pushed",
-        "registry", "seq", "stats",
+        "outbox_waiters", "registry", "seq", "stats",
     )
 
     def __init__(self, prefix: str, namespace: str) -> None:
@@ -97,10 +99,14 @@ class NamespaceKeys:
         self.outbox_pushed = self.base + "vq:pushed"
         self.outbox_done = self.base + "vq:done"
         self.outbox_lease = self.base + "vq:lease"
+        self.outbox_waiters = self.base + "vq:waiters"
         self.registry = self.base + "keys"
 
     def record(self, memory_id: str) -> str:
         return f"{self.base}m:{memory_id}"
+
+    def outbox_wake(self, token: str) -> str:
+        return f"{self.base}vq:wake:{token}"
 
     def status(self, status: str) -> str:
         return f"{self.base}status:{status}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,18 +21,43 @@ from tests.fakes import InMemoryStore
 # --- VectorIndex -------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.slow)])
+@pytest.fixture(params=[
+    "embedded",
+    pytest.param("server", marks=pytest.mark.slow),
+    pytest.param("outbox", marks=pytest.mark.slow),
+])
 def vector_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ChromaIndex]:
-    """Each VectorIndex implementation: embedded Chroma (fresh directory) and a real
-    Chroma server (shared by the session, so tests take namespaces from `vector_ns`)."""
-    if request.param == "embedded":
-        index = ChromaIndex.embedded(tmp_path / "chroma")
+    """Each VectorIndex implementation: embedded Chroma (fresh directory), a real Chroma
+    server (shared by the session, so tests take namespaces from `vector_ns`), and that
+    server behind the shared tier's Redis outbox (`vector_outbox`, on the session's
+    redis-server under a key prefix of its own): what open_engine gives a Redis store."""
+    with _open_vector_index(request, tmp_path, f"vq{uuid.uuid4().hex[:8]}") as index:
+        yield index
+
+
+@contextmanager
+def _open_vector_index(
+    request: pytest.FixtureRequest, tmp_path: Path, prefix: str
+) -> Iterator[ChromaIndex]:
+    kind = request.node.callspec.params["vector_index"]
+    if kind == "embedded":
+        index: Any = ChromaIndex.embedded(tmp_path / "chroma")
+        store = None
     else:
         index = ChromaIndex.server(request.getfixturevalue("chroma_server_url"))
+        store = None
+        if kind == "outbox":
+            from reverie.integrations.redis_store import RedisStore
+            from reverie.integrations.vector_outbox import OutboxIndex
+
+            store = RedisStore.from_url(request.getfixturevalue("redis_url"), prefix=prefix)
+            index = OutboxIndex(index, store.client, prefix=prefix)
     try:
         yield index
     finally:
         index.close()
+        if store is not None:
+            store.close()
 
 
 @pytest.fixture
@@ -56,15 +82,10 @@ def vector_index_twin(
     vector_index: ChromaIndex, request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[ChromaIndex]:
     """A second, independent index on the same backend as `vector_index` (another
-    process's view: its own client and collection cache)."""
-    if request.node.callspec.params["vector_index"] == "embedded":
-        twin = ChromaIndex.embedded(tmp_path / "chroma")
-    else:
-        twin = ChromaIndex.server(request.getfixturevalue("chroma_server_url"))
-    try:
+    process's view: its own client and collection cache; the same outbox)."""
+    prefix = getattr(vector_index, "_prefix", "unused")
+    with _open_vector_index(request, tmp_path, prefix) as twin:
         yield twin
-    finally:
-        twin.close()
 
 
 # --- RecordStore (and LexicalIndex, where the store is one) --------------------------------
