@@ -80,8 +80,9 @@ __all__ = ["OutboxIndex"]
 _MAX_BLOCK_S = 20.0  # one BLPOP at most (below the client's 30 s socket timeout)
 
 # Replies: {FINISHED, target} | {BUSY, target, lease ms left} | {CLAIMED, target, entry, ...}
+# | {CLAIMED_OWN, target}: claimed, and the queue holds only the entries just pushed
 # | {LOST, target}
-_FINISHED, _BUSY, _CLAIMED, _LOST = 1, 0, 2, -1
+_FINISHED, _BUSY, _CLAIMED, _CLAIMED_OWN, _LOST = 1, 0, 2, 3, -1
 
 # Every script: KEYS = vq, pushed, done, lease, waiters;
 # ARGV = token, lease ms, batch, target, wake-key prefix, then (CLAIM only) entries.
@@ -98,8 +99,9 @@ end
 """
 
 # Queue the entries (RPUSH 1000 at a time: Lua's unpack limit; target is then the new
-# `pushed`), then: finished, or take the lease and the head of the queue, or join the
-# waiters (woken when the holder lets go).
+# `pushed`), then: finished, or take the lease and the head of the queue (or, when the
+# queue holds only what was just pushed, the lease alone: the writer has it already), or
+# join the waiters (woken when the holder lets go).
 _CLAIM = """
 local target = tonumber(ARGV[4])
 if #ARGV > 5 then
@@ -112,6 +114,7 @@ local done = tonumber(redis.call('GET', KEYS[3]) or '0')
 local pushed = tonumber(redis.call('GET', KEYS[2]) or '0')
 if done >= target or pushed < target then return {1, target} end
 if redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if #ARGV > 5 and redis.call('LLEN', KEYS[1]) == #ARGV - 5 then return {3, target} end
   local got = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)
   table.insert(got, 1, target)
   table.insert(got, 1, 2)
@@ -161,18 +164,18 @@ return 1
 Meta = Mapping[str, str | int | float | bool]
 
 
-def encode_upsert(item: VectorItem) -> bytes:
-    vec = np.asarray(item.vector, dtype="<f4")
-    blob = base64.b64encode(vec.tobytes()).decode("ascii")
+def encode_upsert(op: Op) -> bytes:
+    item: VectorItem = op[2]
+    blob = base64.b64encode(np.asarray(item.vector, dtype="<f4").tobytes()).decode("ascii")
     return orjson.dumps(["u", item.id, dict(item.metadata), blob])
 
 
-def encode_metadata(memory_id: str, meta: Meta) -> bytes:
-    return orjson.dumps(["m", memory_id, dict(meta)])
+def encode_metadata(op: Op) -> bytes:
+    return orjson.dumps(["m", op[1], dict(op[2])])
 
 
-def encode_delete(memory_id: str) -> bytes:
-    return orjson.dumps(["d", memory_id])
+def encode_delete(op: Op) -> bytes:
+    return orjson.dumps(["d", op[1]])
 
 
 def decode(entry: str | bytes) -> tuple[str, str, Any]:
@@ -188,8 +191,11 @@ def decode(entry: str | bytes) -> tuple[str, str, Any]:
     return op, memory_id, None
 
 
-def plan(namespace: str, entries: Sequence[str | bytes]) -> list[tuple[str, Any]]:
-    """The index calls that apply `entries` in order, as few as order allows: each run
+Op = tuple[str, str, Any]  # (op, id, payload) as `decode` gives it
+
+
+def plan(namespace: str, ops: Sequence[Op]) -> list[tuple[str, Any]]:
+    """The index calls that apply `ops` in order, as few as order allows: each run
     between deletes is one merged upsert plus one metadata update (`core.indexing.merge`:
     a later upsert of an id wins and drops earlier updates of it; an update after an
     upsert lands on top of it), each run of deletes one delete."""
@@ -211,8 +217,7 @@ def plan(namespace: str, entries: Sequence[str | bytes]) -> list[tuple[str, Any]
             calls.append(("delete", list(dict.fromkeys(deletes))))
             deletes.clear()
 
-    for raw in entries:
-        op, memory_id, payload = decode(raw)
+    for op, memory_id, payload in ops:
         if op == "d":
             flush_writes()
             deletes.append(memory_id)
@@ -268,19 +273,19 @@ class OutboxIndex:
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None:
         check = self._check("checked_items", namespace)
         checked = check(namespace, items) if check else list(items)
-        self._write(namespace, [encode_upsert(i) for i in checked])
+        self._write(namespace, [("u", i.id, i) for i in checked], encode_upsert)
 
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
     ) -> None:
         check = self._check("checked_metadata", namespace)
         pairs = check(namespace, ids, metadata) if check else zip(ids, metadata, strict=True)
-        self._write(namespace, [encode_metadata(i, m) for i, m in pairs])
+        self._write(namespace, [("m", i, m) for i, m in pairs], encode_metadata)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         check = self._check("checked_ids", namespace)
         checked = check(namespace, ids) if check else list(ids)
-        self._write(namespace, [encode_delete(i) for i in checked])
+        self._write(namespace, [("d", i, None) for i in checked], encode_delete)
 
     def drop_namespace(self, namespace: str) -> None:
         names, wake = self._names(namespace)
@@ -304,21 +309,22 @@ class OutboxIndex:
                  keys.outbox_waiters]
         return names, keys.outbox_wake("")
 
-    def _write(self, namespace: str, entries: list[bytes]) -> None:
+    def _write(self, namespace: str, ops: list[Op], encode: Callable[[Op], bytes]) -> None:
         names, wake = self._names(namespace)
-        for start in range(0, len(entries), self._batch):
+        for start in range(0, len(ops), self._batch):
             token = secrets.token_hex(8)
-            part = entries[start : start + self._batch]
+            part = ops[start : start + self._batch]
             args = [token, self._lease_ms, self._batch, 0, wake]
-            reply = self._redis(self._claim, names, [*args, *part])
-            self._settle(namespace, names, args, reply)
+            reply = self._redis(self._claim, names, [*args, *map(encode, part)])
+            self._settle(namespace, names, args, reply, part)
 
     def _settle(
-        self, namespace: str, names: list[str], args: list[Any], reply: list[Any]
+        self, namespace: str, names: list[str], args: list[Any], reply: list[Any],
+        own: list[Op],
     ) -> None:
         """Until this writer's entries are applied: drain while holding the lease, else
         sleep until the holder lets go (BLPOP on this writer's wake-up key; bounded by the
-        lease, so a holder that died is outwaited, not waited on forever)."""
+        holder's lease, so a holder that died is outwaited, not waited on forever)."""
         deadline = time.monotonic() + self._wait_s
         wake = args[4] + args[0]
         while True:
@@ -326,10 +332,12 @@ class OutboxIndex:
             args[3] = target
             if state == _FINISHED:
                 return
-            if state == _CLAIMED:
-                entries = reply[2:]
-                self._apply(namespace, names, args, entries)
-                reply = self._redis(self._ack, names, [*args, len(entries)])
+            if state in (_CLAIMED, _CLAIMED_OWN):
+                # the queue held only this writer's entries: apply them as they are, not
+                # as the reply would bring them back (no transfer, no decoding)
+                ops = own if state == _CLAIMED_OWN else [decode(e) for e in reply[2:]]
+                self._apply(namespace, names, args, ops)
+                reply = self._redis(self._ack, names, [*args, len(ops)])
                 if int(reply[0]) != _LOST:
                     continue
                 # the lease expired under us: queue for it again
@@ -348,12 +356,10 @@ class OutboxIndex:
                 self._redis(self._client.blpop, [wake], max(block, 0.01))
             reply = self._redis(self._claim, names, args)
 
-    def _apply(
-        self, namespace: str, names: list[str], args: list[Any], entries: Sequence[Any]
-    ) -> None:
+    def _apply(self, namespace: str, names: list[str], args: list[Any], ops: list[Op]) -> None:
         """Write a claimed batch to the index; on failure give the lease back first."""
         try:
-            for call, payload in plan(namespace, entries):
+            for call, payload in plan(namespace, ops):
                 if call == "upsert":
                     self.inner.upsert(namespace, payload)
                 elif call == "set_metadata":
@@ -369,12 +375,12 @@ class OutboxIndex:
         except Exception as e:
             # refused: drop the batch so it cannot wedge every worker; repair restores it
             with suppress(BackendUnavailable):
-                self._redis(self._ack, names, [args[0], args[1], 0, 0, args[4], len(entries)])
+                self._redis(self._ack, names, [args[0], args[1], 0, 0, args[4], len(ops)])
             self._give_back(names, args)
             if isinstance(e, ReverieError):
                 raise
             raise BackendUnavailable(
-                f"the vector index refused a batch of {len(entries)} queued writes in "
+                f"the vector index refused a batch of {len(ops)} queued writes in "
                 f"namespace {namespace!r} ({type(e).__name__}: {e}); they were dropped from "
                 "the outbox; run `reverie repair` to index them from the records"
             ) from e

@@ -20,6 +20,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,37 @@ def hold_lease(store: RedisStore, namespace: str, ms: int = 60_000) -> None:
     assert store.client.set(keys(store, namespace).outbox_lease, "elsewhere", nx=True, px=ms)
 
 
+class Gated:
+    """The real index, whose writes wait for `gate`: a drain that takes a while."""
+
+    def __init__(self, inner: Any, gate: threading.Event) -> None:
+        self.inner = inner
+        self.gate = gate
+
+    def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None:
+        assert self.gate.wait(timeout=60)
+        self.inner.upsert(namespace, items)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@contextmanager
+def draining(store: RedisStore, inner: Any, namespace: str) -> Iterator[None]:
+    """Another worker mid-drain: it holds the lease, writing its own vector ("holder")
+    until the block ends; then it lets go as every holder does (waking the waiters)."""
+    gate = threading.Event()
+    holder = outbox(store, Gated(inner, gate))
+    t = threading.Thread(target=holder.upsert, args=(namespace, [VectorItem("holder", unit(7))]))
+    t.start()
+    wait_for(lambda: store.client.exists(keys(store, namespace).outbox_lease) == 1)
+    try:
+        yield
+    finally:
+        gate.set()
+        t.join(timeout=30)
+
+
 def wait_for(cond: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -145,19 +177,21 @@ def metadata_of(index: ChromaIndex, namespace: str, ids: list[str]) -> dict[str,
 
 
 def test_plan_merges_writes_between_deletes_in_order() -> None:
-    from reverie.integrations.vector_outbox import encode_metadata, encode_upsert
+    from reverie.integrations.vector_outbox import decode, encode_metadata, encode_upsert
 
-    entries = [
-        encode_upsert(VectorItem("a", unit(0), {"status": "active"})),
-        encode_upsert(VectorItem("b", unit(1), {"status": "active"})),
-        encode_metadata("a", {"status": "superseded"}),  # lands on top of a's upsert
-        encode_metadata("b", {"status": "archived"}),
-        encode_upsert(VectorItem("b", unit(2), {"status": "active"})),  # drops b's update
-        encode_delete("a"),
-        encode_delete("a"),
-        encode_upsert(VectorItem("a", unit(3), {"kind": "semantic"})),
+    ops = [
+        ("u", "a", VectorItem("a", unit(0), {"status": "active"})),
+        ("u", "b", VectorItem("b", unit(1), {"status": "active"})),
+        ("m", "a", {"status": "superseded"}),  # lands on top of a's upsert
+        ("m", "b", {"status": "archived"}),
+        ("u", "b", VectorItem("b", unit(2), {"status": "active"})),  # drops b's update
+        ("d", "a", None),
+        ("d", "a", None),
+        ("u", "a", VectorItem("a", unit(3), {"kind": "semantic"})),
     ]
-    calls = plan("n", [e.decode() for e in entries])
+    encoders = {"u": encode_upsert, "m": encode_metadata, "d": encode_delete}
+    # as queued in Redis and read back by a drainer
+    calls = plan("n", [decode(encoders[op[0]](op).decode()) for op in ops])
     assert [c for c, _ in calls] == ["upsert", "set_metadata", "delete", "upsert"]
     first = calls[0][1]
     assert [i.id for i in first] == ["a", "b"]
@@ -197,12 +231,11 @@ def test_writes_reach_the_index_in_order_and_the_outbox_empties(
 def test_writes_queued_by_several_workers_go_to_the_server_in_one_call(
     store: RedisStore, chroma: ChromaIndex, ns: str
 ) -> None:
-    """While one worker drains (here: holds the lease), the others' writes queue up; the
-    next holder applies all of them in one merged upsert, in queue order, and every
-    writer returns once its own writes are in."""
+    """While one worker drains, the others' writes queue up; when it lets go, the next
+    holder applies all of them in one merged upsert, in queue order, and every writer
+    returns once its own writes are in."""
     counting = Counting(chroma)
     workers = [outbox(store, counting) for _ in range(4)]  # four engines' views
-    hold_lease(store, ns)
     writes: list[tuple[OutboxIndex, str, list[Any]]] = [
         (workers[0], "upsert", [VectorItem(f"w0-{i}", unit(i), {"n": 0}) for i in range(5)]),
         (workers[1], "upsert", [VectorItem("shared", unit(1), {"n": 1})]),
@@ -212,30 +245,31 @@ def test_writes_queued_by_several_workers_go_to_the_server_in_one_call(
     ]
     errors: list[BaseException] = []
     threads = []
-    queued = 0
-    for worker, op, args in writes:
-        def run(worker: OutboxIndex = worker, op: str = op, args: list[Any] = args) -> None:
-            try:
-                if op == "upsert":
-                    worker.upsert(ns, args)
-                else:
-                    worker.set_metadata(ns, *args)
-            except BaseException as e:
-                errors.append(e)
+    with draining(store, counting, ns):
+        queued = 1  # the holder's own entry, still at the head while it writes it
+        for worker, op, args in writes:
+            def run(worker: OutboxIndex = worker, op: str = op, args: list[Any] = args) -> None:
+                try:
+                    if op == "upsert":
+                        worker.upsert(ns, args)
+                    else:
+                        worker.set_metadata(ns, *args)
+                except BaseException as e:
+                    errors.append(e)
 
-        t = threading.Thread(target=run)
-        t.start()
-        threads.append(t)
-        queued += len(args) if op == "upsert" else 1
-        wait_for(lambda q=queued: workers[0].pending(ns) == q)  # queued in this order
-    assert counting.calls == []  # nobody wrote while the lease was held
-    store.client.delete(keys(store, ns).outbox_lease)  # the holder finishes
+            t = threading.Thread(target=run)
+            t.start()
+            threads.append(t)
+            queued += len(args) if op == "upsert" else 1
+            wait_for(lambda q=queued: workers[0].pending(ns) == q)  # queued in this order
+        assert counting.calls == []  # nobody else wrote while the lease was held
     for t in threads:
         t.join(timeout=30)
     assert not errors
-    assert counting.calls == [("upsert", 11), ("set_metadata", 1)]  # one drain for all
+    # the holder's own write, then one drain for everyone else's 13 writes
+    assert counting.calls == [("upsert", 1), ("upsert", 11), ("set_metadata", 1)]
     assert sum(w.drains for w in workers) == 1
-    assert chroma.count(ns) == 11
+    assert chroma.count(ns) == 12
     assert chroma.similarities(ns, unit(6), ["shared"])["shared"] == pytest.approx(1.0)
     meta = metadata_of(chroma, ns, ["shared", "w0-0", "w0-1"])
     assert meta["shared"]["n"] == 3 and meta["w0-0"]["n"] == 9 and meta["w0-1"]["n"] == 0
@@ -247,7 +281,6 @@ def test_a_delete_queued_after_an_upsert_wins_and_the_reverse(
 ) -> None:
     a, b = outbox(store, chroma), outbox(store, chroma)
     a.upsert(ns, [VectorItem("gone", unit(0)), VectorItem("back", unit(1))])
-    hold_lease(store, ns)
     done = []
     steps = [
         (a, lambda w: w.upsert(ns, [VectorItem("gone", unit(2))])),
@@ -255,16 +288,16 @@ def test_a_delete_queued_after_an_upsert_wins_and_the_reverse(
         (a, lambda w: w.upsert(ns, [VectorItem("back", unit(3))])),
     ]
     threads = []
-    for n, (w, step) in enumerate(steps, start=1):
-        t = threading.Thread(target=lambda w=w, step=step: done.append(step(w)))
-        t.start()
-        threads.append(t)
-        wait_for(lambda n=n: a.pending(ns) == [1, 3, 4][n - 1])
-    store.client.delete(keys(store, ns).outbox_lease)
+    with draining(store, chroma, ns):
+        for n, (w, step) in enumerate(steps, start=1):
+            t = threading.Thread(target=lambda w=w, step=step: done.append(step(w)))
+            t.start()
+            threads.append(t)
+            wait_for(lambda n=n: a.pending(ns) == 1 + [1, 3, 4][n - 1])
     for t in threads:
         t.join(timeout=30)
     assert len(done) == 3
-    assert chroma.ids(ns) == {"back"}
+    assert chroma.ids(ns) == {"back", "holder"}
     assert chroma.similarities(ns, unit(3), ["back"])["back"] == pytest.approx(1.0)
 
 
@@ -274,7 +307,7 @@ def test_a_writer_waits_for_a_held_lease_then_reports_unavailable(
     slow = outbox(store, chroma, DEFAULT_POLICY.replace(index_outbox_wait_seconds=0.3))
     hold_lease(store, ns)
     t0 = time.monotonic()
-    with pytest.raises(BackendUnavailable, match="not drained within 0.3 s"):
+    with pytest.raises(BackendUnavailable, match=r"not drained within 0\.3 s"):
         slow.upsert(ns, [VectorItem("x", unit(0))])
     assert time.monotonic() - t0 >= 0.3
     assert slow.pending(ns) == 1  # still queued, for whoever drains next
