@@ -378,8 +378,9 @@ def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> 
 
 
 # Throughput modes: how a worker's vectors reach the Chroma server (policy changes)
-MODE_POLICY: dict[str, dict[str, bool]] = {
+MODE_POLICY: dict[str, dict[str, Any]] = {
     "outbox": {},  # the default: behind observe, through the namespace's shared outbox
+    "outbox-nolinger": {"index_outbox_linger_seconds": 0.0},  # drains never wait for more
     "behind": {"index_outbox": False},  # behind observe, each engine its own upserts
     "inline": {"index_async": False, "index_outbox": False},  # observe waits for its vector
 }

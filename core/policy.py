@@ -167,6 +167,10 @@ class Policy:
     index_outbox: bool = True  # False: each worker writes its own vectors to the server
     index_outbox_batch: int = 512  # queued writes applied in one drain call at most
     index_outbox_lease_seconds: float = 10.0  # a dead drainer's lease frees after this
+    # a drainer that finds other workers' writes queued (they are writing too) waits this
+    # long for more before it writes, so busy workers share fewer, larger upserts; a lone
+    # writer never waits
+    index_outbox_linger_seconds: float = 0.02
     index_outbox_wait_seconds: float = 120.0  # a writer waits this long for a drain, then
     # raises BackendUnavailable (the engine retries, then flags the index for repair)
 

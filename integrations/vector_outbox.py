@@ -155,6 +155,17 @@ end
 return 0
 """
 
+# Still the holder: renew the lease and hand over the head of the queue again (after a
+# linger, with what joined meanwhile).
+_REFILL = """
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {-1, tonumber(ARGV[4])} end
+redis.call('PEXPIRE', KEYS[4], ARGV[2])
+local got = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)
+table.insert(got, 1, tonumber(ARGV[4]))
+table.insert(got, 1, 2)
+return got
+"""
+
 _DROP = _WAKE_ALL + """
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 wake_all()
@@ -259,6 +270,8 @@ class OutboxIndex:
         self._ack = client.register_script(_ACK)
         self._release = client.register_script(_RELEASE)
         self._drop = client.register_script(_DROP)
+        self._refill = client.register_script(_REFILL)
+        self._linger_s = policy.index_outbox_linger_seconds
         self.drains = 0  # batches this process applied for the outbox (any worker's)
 
     def __getattr__(self, name: str) -> Any:
@@ -327,33 +340,41 @@ class OutboxIndex:
         holder's lease, so a holder that died is outwaited, not waited on forever)."""
         deadline = time.monotonic() + self._wait_s
         wake = args[4] + args[0]
+        lingered = False
         while True:
             state, target = int(reply[0]), int(reply[1])
             args[3] = target
             if state == _FINISHED:
                 return
+            if state == _LOST:  # the lease expired under us: queue for it again
+                reply = self._redis(self._claim, names, args)
+                continue
+            if state == _CLAIMED and lingered is False and self._linger_s > 0:
+                lingered = True
+                if len(reply) - 2 < self._batch:
+                    # others are writing too: let their next writes join this upsert
+                    time.sleep(self._linger_s)
+                    reply = self._redis(self._refill, names, args)
+                    continue
             if state in (_CLAIMED, _CLAIMED_OWN):
                 # the queue held only this writer's entries: apply them as they are, not
                 # as the reply would bring them back (no transfer, no decoding)
                 ops = own if state == _CLAIMED_OWN else [decode(e) for e in reply[2:]]
                 self._apply(namespace, names, args, ops)
                 reply = self._redis(self._ack, names, [*args, len(ops)])
-                if int(reply[0]) != _LOST:
-                    continue
-                # the lease expired under us: queue for it again
-            else:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise BackendUnavailable(
-                        f"the vector outbox of namespace {namespace!r} was not drained "
-                        f"within {self._wait_s:g} s (index_outbox_wait_seconds): another "
-                        "worker holds its lease and has not finished; the writes stay "
-                        "queued for the next drain"
-                    )
-                # until woken, or until the holder's lease runs out (it may have died)
-                lease_left = int(reply[2]) / 1000 if int(reply[2]) > 0 else 0.0
-                block = min(left, lease_left + 0.01, _MAX_BLOCK_S)
-                self._redis(self._client.blpop, [wake], max(block, 0.01))
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BackendUnavailable(
+                    f"the vector outbox of namespace {namespace!r} was not drained "
+                    f"within {self._wait_s:g} s (index_outbox_wait_seconds): another "
+                    "worker holds its lease and has not finished; the writes stay "
+                    "queued for the next drain"
+                )
+            # until woken, or until the holder's lease runs out (it may have died)
+            lease_left = int(reply[2]) / 1000 if int(reply[2]) > 0 else 0.0
+            block = min(left, lease_left + 0.01, _MAX_BLOCK_S)
+            self._redis(self._client.blpop, [wake], max(block, 0.01))
             reply = self._redis(self._claim, names, args)
 
     def _apply(self, namespace: str, names: list[str], args: list[Any], ops: list[Op]) -> None:
