@@ -276,6 +276,34 @@ def test_writes_queued_by_several_workers_go_to_the_server_in_one_call(
     assert workers[0].pending(ns) == 0
 
 
+def test_a_drainer_lingers_for_busy_workers_but_never_for_a_lone_writer(
+    store: RedisStore, chroma: ChromaIndex, ns: str
+) -> None:
+    """With others writing (their entries queued beside its own), a drainer waits
+    `index_outbox_linger_seconds` so writes arriving meanwhile join its upsert; a writer
+    alone in the queue writes at once."""
+    slow = DEFAULT_POLICY.replace(index_outbox_linger_seconds=1.0)
+    counting = Counting(chroma)
+    lone = outbox(store, counting, slow)
+    t0 = time.monotonic()
+    lone.upsert(ns, [VectorItem("lone", unit(0))])
+    assert time.monotonic() - t0 < 0.5  # no linger: nobody else was writing
+    a, b = outbox(store, counting, slow), outbox(store, counting, slow)
+    threads = [threading.Thread(target=a.upsert, args=(ns, [VectorItem("a", unit(1))]))]
+    with draining(store, counting, ns):
+        threads[0].start()
+        wait_for(lambda: a.pending(ns) == 2)  # the holder's entry and a's
+    # the holder let go and woke `a`, which now holds the lease and lingers
+    wait_for(lambda: store.client.exists(keys(store, ns).outbox_lease) == 1)
+    threads.append(threading.Thread(target=b.upsert, args=(ns, [VectorItem("b", unit(2))])))
+    threads[1].start()
+    for t in threads:
+        t.join(timeout=30)
+    # lone; the holder's own; then a's and b's together, b having joined during the linger
+    assert counting.calls == [("upsert", 1), ("upsert", 1), ("upsert", 2)]
+    assert chroma.ids(ns) == {"lone", "holder", "a", "b"}
+
+
 def test_a_delete_queued_after_an_upsert_wins_and_the_reverse(
     store: RedisStore, chroma: ChromaIndex, ns: str
 ) -> None:
