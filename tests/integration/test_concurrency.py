@@ -46,7 +46,7 @@ from reverie.core.models import Kind, Memory, Status, fact_key
 from reverie.core.policy import DEFAULT_POLICY
 from reverie.core.ports import RecordStore
 from reverie.core.text import content_hash
-from reverie.integrations.factory import open_store
+from reverie.integrations.factory import open_store, shared_outbox
 
 pytestmark = pytest.mark.slow
 
@@ -101,10 +101,12 @@ def _open_engine(store_spec: str, chroma_url: str, clock: ManualClock) -> Any:
     from tests.fakes import BagOfWordsEmbedder
 
     store = open_store(store_spec, Path("/nonexistent"))
+    # on Redis the vectors go through the shared outbox, as open_engine sends them
+    vectors = shared_outbox(store, ChromaIndex.server(chroma_url), DEFAULT_POLICY)
     # check_embedder=False: the session's Redis is shared with tests using other embedders,
     # and the store-wide embedder mark is not what this test is about
     return MemoryEngine(
-        store, store, ChromaIndex.server(chroma_url), BagOfWordsEmbedder(), clock=clock,  # type: ignore[arg-type]
+        store, store, vectors, BagOfWordsEmbedder(), clock=clock,  # type: ignore[arg-type]
         check_embedder=False,
     )
 
@@ -193,6 +195,11 @@ def test_four_processes_mixed_operations_keep_every_invariant(
         _check_traces(store, namespace, everything, reports)
         _check_facts(store, namespace, reports, gave_up)
         assert all(s not in m.sources for m in everything for s in gave_up)
+        # every memory's vector reached the Chroma server (through the outbox on Redis)
+        from reverie.integrations.chroma_index import ChromaIndex
+
+        with ChromaIndex.server(chroma_server_url) as index:
+            assert index.ids(namespace) == {m.id for m in everything}
         counts = store.count(namespace)
         assert counts["total"] == len(everything)
         by_status = Counter(m.status.value for m in everything)
