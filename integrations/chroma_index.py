@@ -241,10 +241,16 @@ def _where(where: Mapping[str, Scalar] | None) -> dict[str, Any] | None:
 
 
 def _pairs(result: Mapping[str, Any]) -> list[tuple[str, float]]:
-    """(id, cosine distance) of the first query of a Chroma query result."""
+    """(id, cosine distance) of the first query of a Chroma query result. Chroma computes
+    distances in float32; in process they arrive as float32, from a server as the JSON
+    text of that float32 (the shortest decimal, e.g. 0.4925936), which read as a float64
+    is a different number. Rounding both to float32 gives the same exact value, so a
+    server scores recall exactly as the embedded index does (tests/integration/
+    test_tier_parity.py)."""
     if not result["ids"]:
         return []
-    return [(i, float(d)) for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+    dists = np.asarray(result["distances"][0], dtype=np.float32).tolist()
+    return list(zip(result["ids"][0], dists, strict=True))
 
 
 def _matches(meta: Mapping[str, Any] | None, where: Mapping[str, Scalar]) -> bool:

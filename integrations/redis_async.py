@@ -129,6 +129,10 @@ class AsyncRedisStore:
     def client(self) -> Any:
         return self._client
 
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
     def _keys(self, namespace: str) -> NamespaceKeys:
         return NamespaceKeys(self._prefix, namespace)
 
