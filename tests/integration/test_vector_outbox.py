@@ -91,20 +91,14 @@ def store(request: pytest.FixtureRequest) -> Iterator[RedisStore]:
         request.getfixturevalue("redis_url") if request.param == "redis"
         else request.getfixturevalue("redis_cluster").url
     )
-    s = RedisStore.from_url(url, prefix=f"vq{uuid.uuid4().hex[:8]}")
-    try:
+    with RedisStore.from_url(url, prefix=f"vq{uuid.uuid4().hex[:8]}") as s:
         yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture
 def chroma(chroma_server_url: str) -> Iterator[ChromaIndex]:
-    index = ChromaIndex.server(chroma_server_url)
-    try:
+    with ChromaIndex.server(chroma_server_url) as index:
         yield index
-    finally:
-        index.close()
 
 
 @pytest.fixture
