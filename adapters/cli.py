@@ -529,6 +529,8 @@ def stats(
         table.add_row(Text(f"  {tier.value}"), str(st.get(f"tier:{tier.value}", 0)))
     table.add_row("edges", str(st.get("edges", 0)))
     table.add_row("vectors", str(st.get("vectors", 0)))
+    if "vectors_queued" in st:  # the shared tier's vector outbox
+        table.add_row("  queued for the index", str(st["vectors_queued"]))
     if st.get("vector_repair_needed"):
         table.add_row("", Text("the vector index is behind: run `reverie repair`", style="red"))
     table.add_row("embedder", str(st.get("embedder", "")))

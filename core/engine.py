@@ -1296,10 +1296,13 @@ class MemoryEngine:
     def stats(self, *, namespace: str | None = None) -> dict[str, Any]:
         ns = self._ns(namespace)
         counts = self.store.count(ns)
+        # a shared queue in front of the index (the vector outbox) says what waits in it
+        pending = getattr(self.vectors, "pending", None)
         return {
             "namespace": ns,
             **counts,
             "vectors": self.vectors.count(ns),
+            **({"vectors_queued": pending(ns)} if pending is not None else {}),
             "embedder": f"{self.embedder.name} ({self.embedder.dimension}d)",
             "vector_repair_needed": self.store.get_meta(_META_VECTORS_BEHIND) == "1",
         }

@@ -207,6 +207,8 @@ class VectorIndex(Protocol):
       `query` gives them) and `cancel()`, or None: sends the query now, so recall does
       its lexical side while the server computes, with no thread between (ChromaIndex on
       a server); None means "call `query`".
+    - `pending(namespace) -> int`: writes queued in front of the index, not yet in it
+      (the shared tier's vector outbox), shown by `stats`.
     """
 
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None: ...

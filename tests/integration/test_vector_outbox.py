@@ -563,3 +563,24 @@ def test_open_engine_leaves_other_tiers_and_the_switch_alone(
     assert isinstance(
         vectors_of(store=tmp_path / "m.db", vectors=chroma_server_url), ChromaIndex
     )
+
+
+def test_stats_show_what_waits_in_the_outbox(
+    redis_url: str, chroma_server_url: str, tmp_path: Path, ns: str
+) -> None:
+    store = RedisStore.from_url(redis_url, prefix=f"vq{uuid.uuid4().hex[:8]}")
+    engine = open_engine(tmp_path, store=store, vectors=chroma_server_url,
+                         embedder=BagOfWordsEmbedder(), clock=ManualClock(T0))
+    try:
+        assert engine.stats(namespace=ns)["vectors_queued"] == 0
+        hold_lease(store, ns, ms=1000)  # another worker is draining (and will die)
+        vec = engine.embedder.embed(["queued"])[0]
+        t = threading.Thread(target=engine.vectors.upsert, args=(ns, [VectorItem("q", vec)]))
+        t.start()
+        wait_for(lambda: engine.vectors.pending(ns) == 1)
+        assert engine.stats(namespace=ns)["vectors_queued"] == 1
+        t.join(timeout=30)  # the waiter outwaits the dead holder's lease, then drains
+        assert engine.stats(namespace=ns)["vectors_queued"] == 0
+        assert engine.stats(namespace=ns)["vectors"] == 1
+    finally:
+        engine.close()
