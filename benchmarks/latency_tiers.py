@@ -25,7 +25,7 @@ Run: python benchmarks/latency_tiers.py [--sizes 10000 100000] [--queries 200]
 Throughput only, into its own files (latency_tiers.md keeps the recall tables), repeated
 runs with medians (the machine is shared, single runs of the ratio vary by +-0.3x):
      python benchmarks/latency_tiers.py --sizes --tiers shared --index-modes outbox behind \
-         --throughput-ops 2400 --repeat 6 --name latency_tiers_throughput
+         --throughput-ops 2400 --repeat 5 --name latency_tiers_outbox
 """
 
 from __future__ import annotations
@@ -451,9 +451,10 @@ def throughput(
     servers: Servers, tmp: Path, modes: Sequence[str] = ("outbox",), repeat: int = 1,
     prefill: int = 0,
 ) -> list[dict[str, Any]]:
-    """Each mode (index_async True = vectors written behind observe, the default; False =
-    inline) at each worker count; per-process CPU from /proc, Redis commands from INFO
-    commandstats, vector index calls counted by each worker's engine.
+    """Each mode of `MODE_POLICY` (`outbox`, the default policy; `behind`, each engine its
+    own upserts; `inline`) at each worker count; per-process CPU from /proc, Redis commands
+    from INFO commandstats, vector writes counted by each worker (outbox batches it drained,
+    or its engine's own upserts).
 
     `repeat` > 1 measures every worker count that many times, the order reversed every
     other run (1, 2, 4, then 4, 2, 1, ...), so a slow spell of the shared machine does not
