@@ -268,8 +268,7 @@ class OutboxIndex:
         self._client = client
         self._prefix = validate_prefix(prefix)
         self._batch = policy.index_outbox_batch
-        self._lease_s = policy.index_outbox_lease_seconds
-        self._lease_ms = str(max(1, int(self._lease_s * 1000)))
+        self._lease_ms = str(max(1, int(policy.index_outbox_lease_seconds * 1000)))
         self._wait_s = policy.index_outbox_wait_seconds
         self._claim = client.register_script(_CLAIM)
         self._ack = client.register_script(_ACK)
