@@ -530,7 +530,7 @@ def hnsw_compare(n_groups: int) -> dict[str, Any]:
     from reverie.core.clustering import ClusterInput, knn, make_clusterer
     from reverie.core.policy import Policy
     from reverie.core.ports import VectorItem
-    from reverie.integrations.chroma_index import ChromaIndex
+    from reverie.integrations.chroma.index import ChromaIndex
 
     texts, labels = load_groups(n_groups)
     vecs = embed(texts)

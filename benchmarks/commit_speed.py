@@ -44,7 +44,7 @@ HINT = " INDEXED BY edges_by_dst"
 def without_hint() -> Iterator[None]:
     """The store as before the fix: `edges` without the index hint (a patched copy of
     the module's code, restored after)."""
-    import reverie.integrations.sqlite_store as ss
+    import reverie.integrations.sqlite.store as ss
 
     saved = ss.SQLiteStore.edges
     source = Path(ss.__file__).read_text()
@@ -89,7 +89,7 @@ def measure(n: int, tmp: Path, baseline: bool) -> dict[str, Any]:
     from reverie.core.models import Edge, EdgeType
     from reverie.core.policy import Policy
     from reverie.core.ports import WriteBatch
-    from reverie.integrations.sqlite_store import SQLiteStore
+    from reverie.integrations.sqlite.store import SQLiteStore
 
     texts, _vectors, _topics = cs.synthetic(n)
     store = SQLiteStore(tmp / f"{n}-{'base' if baseline else 'now'}.db")

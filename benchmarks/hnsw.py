@@ -43,7 +43,7 @@ if str(REPO) not in sys.path:  # for tests.servers (the --server run)
     sys.path.insert(0, str(REPO))
 
 from reverie.core.ports import VectorItem  # noqa: E402
-from reverie.integrations.chroma_index import (  # noqa: E402
+from reverie.integrations.chroma.index import (  # noqa: E402
     DEFAULT_HNSW,
     ChromaIndex,
     HnswSettings,

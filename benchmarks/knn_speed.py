@@ -38,7 +38,7 @@ def measure(n: int, tmp: Path) -> dict[str, Any]:
     from reverie.core.clustering import _candidate_knn, knn
     from reverie.core.policy import Policy
     from reverie.core.ports import VectorItem
-    from reverie.integrations.chroma_index import ChromaIndex
+    from reverie.integrations.chroma.index import ChromaIndex
 
     policy = Policy()
     k = policy.cluster_knn

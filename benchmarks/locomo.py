@@ -334,8 +334,8 @@ def lexical_check(n_conversations: int | None, out_dir: Path) -> None:
     from reverie.core.models import Kind, Memory, Tier
     from reverie.core.ports import WriteBatch
     from reverie.core.text import content_hash
-    from reverie.integrations.redis_store import RedisStore
-    from reverie.integrations.sqlite_store import SQLiteStore
+    from reverie.integrations.redis.store import RedisStore
+    from reverie.integrations.sqlite.store import SQLiteStore
 
     sys.path.insert(0, str(ROOT))
     from tests.servers import start_redis

@@ -51,8 +51,8 @@ def _embeddings(memo: MemoEmbedder) -> Any:
 def run_langgraph(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
     from langgraph.store.memory import InMemoryStore
 
-    from reverie.adapters.langchain_retriever import ReverieRetriever
-    from reverie.adapters.langgraph_store import ReverieStore, encode_namespace
+    from reverie.adapters.langchain.retriever import ReverieRetriever
+    from reverie.adapters.langgraph.store import ReverieStore, encode_namespace
     from reverie.core import ManualClock
     from reverie.core.engine import Observation
     from reverie.integrations import open_engine

@@ -83,9 +83,9 @@ def run(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
     from llama_index.core.schema import NodeWithScore, QueryBundle
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
-    from reverie.adapters.llamaindex_memory import ReverieMemoryBlock
-    from reverie.adapters.llamaindex_ports import ReverieEmbedding
-    from reverie.adapters.llamaindex_retriever import ReverieRetriever
+    from reverie.adapters.llamaindex.memory import ReverieMemoryBlock
+    from reverie.adapters.llamaindex.ports import ReverieEmbedding
+    from reverie.adapters.llamaindex.retriever import ReverieRetriever
     from reverie.core import ManualClock
     from reverie.core.engine import Observation
     from reverie.integrations import open_engine

@@ -160,7 +160,7 @@ class Policy:
     index_async: bool = True  # False: observe writes its vectors before returning
     index_queue: int = 4096  # vectors queued at most; a full queue makes observe wait
     index_retries: int = 3  # re-tries of a failed background index write before it is logged
-    # --- the shared tier's vector outbox (integrations/vector_outbox.py): with a Redis
+    # --- the shared tier's vector outbox (integrations/redis/outbox.py): with a Redis
     # store and a Chroma server, every worker's vector writes to a namespace queue in
     # Redis and whichever worker holds the namespace's drain lease writes them all in one
     # call, so N workers make one stream of large upserts instead of N of small ones

@@ -19,8 +19,8 @@ from typing import Any
 
 from langchain.agents import create_agent
 
-from reverie.adapters.langchain_retriever import ReverieRetriever
-from reverie.adapters.langchain_tools import memory_tools
+from reverie.adapters.langchain.retriever import ReverieRetriever
+from reverie.adapters.langchain.tools import memory_tools
 from reverie.core.engine import MemoryEngine
 
 SYSTEM = (

@@ -23,7 +23,7 @@ from langchain.agents.middleware import after_agent, dynamic_prompt
 from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import HumanMessage
 
-from reverie.adapters.langgraph_store import ReverieStore
+from reverie.adapters.langgraph.store import ReverieStore
 from reverie.core.engine import MemoryEngine
 
 SYSTEM = (

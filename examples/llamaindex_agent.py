@@ -24,7 +24,7 @@ from typing import Any
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.memory import Memory
 
-from reverie.adapters.llamaindex_memory import ReverieMemoryBlock
+from reverie.adapters.llamaindex.memory import ReverieMemoryBlock
 from reverie.core.engine import MemoryEngine
 
 SYSTEM = "You are a helpful assistant with a long-term memory. Answer in one short sentence."

@@ -4,6 +4,6 @@
 importing this package needs nothing beyond reverie's base dependencies.
 """
 
-from .factory import default_data_dir, open_engine
+from reverie.integrations.factory import default_data_dir, open_engine
 
 __all__ = ["default_data_dir", "open_engine"]

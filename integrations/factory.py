@@ -35,7 +35,7 @@ def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
     """A record store from a path or URL: a file path or sqlite:///path is SQLite;
     redis://[:password@]host:port/db (rediss:// for TLS) is Redis, and
     redis+cluster://host:port (rediss+cluster:// for TLS) a Redis Cluster."""
-    from .sqlite_store import SQLiteStore
+    from reverie.integrations.sqlite.store import SQLiteStore
 
     if spec is None:
         return SQLiteStore(home / "memory.db")
@@ -44,7 +44,7 @@ def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
         return SQLiteStore(text.removeprefix("sqlite:///") or home / "memory.db")
     if text.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
                         "rediss+cluster://")):
-        from .redis_store import RedisStore
+        from reverie.integrations.redis.store import RedisStore
 
         return RedisStore.from_url(text)
     if "://" in text:
@@ -58,7 +58,7 @@ def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
 def open_vectors(spec: str | os.PathLike[str] | None, home: Path) -> VectorIndex:
     """A vector index: http(s)://host:port is a Chroma server, anything else a directory
     for embedded Chroma."""
-    from .chroma_index import ChromaIndex
+    from reverie.integrations.chroma.index import ChromaIndex
 
     if spec is None:
         return ChromaIndex.embedded(home / "vectors")
@@ -93,10 +93,10 @@ def open_engine(
         vi = vectors if _is_vectors(vectors) else open_vectors(vectors, base)  # type: ignore[arg-type]
         vi = shared_outbox(rs, vi, policy)
         if embedder is None:
-            from .embedders import LocalEmbedder
+            from reverie.integrations.embedders import LocalEmbedder
 
             embedder = LocalEmbedder()
-        from .tokens import tiktoken_counter
+        from reverie.integrations.tokens import tiktoken_counter
 
         return MemoryEngine(
             rs,
@@ -116,15 +116,15 @@ def open_engine(
 
 def shared_outbox(store: RecordStore, vectors: VectorIndex, policy: Policy) -> VectorIndex:
     """A vector server shared through a Redis store gets the vector outbox
-    (`vector_outbox`): every worker's writes to a namespace go to the server as one stream
+    (`redis.outbox`): every worker's writes to a namespace go to the server as one stream
     of large upserts. Not for an in-process index (each process has its own), not for
     another store, and not when `policy.index_outbox` is off."""
     if not (policy.index_outbox and getattr(vectors, "remote", False)):
         return vectors
     if not getattr(store, "remote", False):
         return vectors
-    from .redis_store import RedisStore
-    from .vector_outbox import OutboxIndex
+    from reverie.integrations.redis.outbox import OutboxIndex
+    from reverie.integrations.redis.store import RedisStore
 
     if not isinstance(store, RedisStore) or isinstance(vectors, OutboxIndex):
         return vectors

@@ -16,7 +16,7 @@ from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from reverie.integrations.redis_async import AsyncRedisStore
+from reverie.integrations.redis.async_store import AsyncRedisStore
 
 T = TypeVar("T")
 

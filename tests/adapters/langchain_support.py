@@ -23,9 +23,9 @@ def real_engine(home: Path, namespace: str = "default", **kwargs: object) -> Mem
 def deterministic_engine(home: Path, namespace: str = "default") -> MemoryEngine:
     """A real engine whose ids count up (m0001, m0002, ...): tool answers that carry
     memory ids then replay byte for byte inside recorded LLM requests."""
-    from reverie.integrations.chroma_index import ChromaIndex
+    from reverie.integrations.chroma.index import ChromaIndex
     from reverie.integrations.embedders import LocalEmbedder
-    from reverie.integrations.sqlite_store import SQLiteStore
+    from reverie.integrations.sqlite.store import SQLiteStore
     from reverie.integrations.tokens import tiktoken_counter
 
     counter = itertools.count(1)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from reverie.adapters.langchain_ports import (
+from reverie.adapters.langchain.ports import (
     ChatModelSynthesizer,
     LangChainEmbedder,
     parse_json_object,
 )
-from reverie.adapters.langchain_retriever import ReverieRetriever
-from reverie.adapters.langchain_tools import memory_tools
+from reverie.adapters.langchain.retriever import ReverieRetriever
+from reverie.adapters.langchain.tools import memory_tools
 from reverie.core import InvalidInput, InvalidVector, Status, SynthesisFailed, Tier
 from reverie.core.engine import MemoryEngine
 from reverie.integrations.embedders import LocalEmbedder
@@ -269,11 +269,11 @@ def test_synthesizer_refuses_what_is_not_a_chat_model() -> None:
 @pytest.mark.parametrize(
     ("module", "blocked", "extra"),
     [
-        ("reverie.adapters.langchain_retriever", "langchain_core", "langchain"),
-        ("reverie.adapters.langchain_tools", "langchain_core", "langchain"),
-        ("reverie.adapters.langchain_ports", "langchain_core", "langchain"),
-        ("reverie.adapters.langgraph_store", "langgraph", "langgraph"),
-        ("reverie.adapters.langchain_memory", "langchain_classic", "classic"),
+        ("reverie.adapters.langchain.retriever", "langchain_core", "langchain"),
+        ("reverie.adapters.langchain.tools", "langchain_core", "langchain"),
+        ("reverie.adapters.langchain.ports", "langchain_core", "langchain"),
+        ("reverie.adapters.langgraph.store", "langgraph", "langgraph"),
+        ("reverie.adapters.langchain.memory", "langchain_classic", "classic"),
     ],
 )
 def test_import_without_the_extra_names_it(module: str, blocked: str, extra: str) -> None:

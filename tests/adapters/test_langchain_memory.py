@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reverie.adapters.langchain_memory import ReverieMemory
+from reverie.adapters.langchain.memory import ReverieMemory
 from reverie.core import InvalidInput
 from reverie.core.engine import MemoryEngine
 from tests.adapters.langchain_support import real_engine

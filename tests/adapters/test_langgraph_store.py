@@ -28,7 +28,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from reverie.adapters.langgraph_store import (
+from reverie.adapters.langgraph.store import (
     ReverieStore,
     decode_namespace,
     encode_namespace,

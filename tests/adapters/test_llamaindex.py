@@ -19,17 +19,17 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory as LIMemory
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from reverie.adapters.llamaindex_memory import (
+from reverie.adapters.llamaindex.memory import (
     DEFAULT_HEADER,
     SESSION_SOURCE_PREFIX,
     ReverieMemoryBlock,
 )
-from reverie.adapters.llamaindex_ports import (
+from reverie.adapters.llamaindex.ports import (
     LlamaIndexEmbedder,
     ReverieEmbedding,
     parse_json_object,
 )
-from reverie.adapters.llamaindex_retriever import ReverieRetriever
+from reverie.adapters.llamaindex.retriever import ReverieRetriever
 from reverie.core import ManualClock
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidNamespace, SynthesisFailed
@@ -430,9 +430,9 @@ def test_parse_json_object_refuses_garbage(answer: str) -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "reverie.adapters.llamaindex_memory",
-        "reverie.adapters.llamaindex_retriever",
-        "reverie.adapters.llamaindex_ports",
+        "reverie.adapters.llamaindex.memory",
+        "reverie.adapters.llamaindex.retriever",
+        "reverie.adapters.llamaindex.ports",
     ],
 )
 def test_import_without_llama_index_names_the_extra(module: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from reverie.adapters.langchain_ports import ChatModelSynthesizer
+from reverie.adapters.langchain.ports import ChatModelSynthesizer
 from reverie.core.consolidation import synthesize_group
 from reverie.core.engine import MemoryEngine
 from reverie.core.extraction import EXTRACTION_SCHEMA
@@ -238,7 +238,7 @@ def test_langchain_agent_example_turn(engine: MemoryEngine) -> None:
 def test_langgraph_agent_example_with_reverie_store(engine: MemoryEngine) -> None:
     from langchain_core.messages import AIMessage
 
-    from reverie.adapters.langgraph_store import ReverieStore
+    from reverie.adapters.langgraph.store import ReverieStore
 
     example = load_example("langgraph_agent")
     agent = example.build_agent(make_model(), engine)

@@ -76,7 +76,7 @@ def bodies(cassette: Any) -> list[dict[str, Any]]:
 
 
 def test_cluster_synthesis_through_openailike_json_mode() -> None:
-    from reverie.adapters.llamaindex_ports import LlamaIndexSynthesizer
+    from reverie.adapters.llamaindex.ports import LlamaIndexSynthesizer
 
     synth = LlamaIndexSynthesizer(make_llm())
     group = members()
@@ -98,7 +98,7 @@ def test_cluster_synthesis_through_openailike_json_mode() -> None:
 def test_prose_answer_is_synthesis_failed_and_retry_path_keeps_members() -> None:
     """Without JSON mode the tiny model answers prose: the port raises SynthesisFailed,
     core re-asks with the error shown, and whatever happens the cluster is not lost."""
-    from reverie.adapters.llamaindex_ports import LlamaIndexSynthesizer
+    from reverie.adapters.llamaindex.ports import LlamaIndexSynthesizer
 
     synth = LlamaIndexSynthesizer(make_llm(max_tokens=60), json_mode=False)
     with use_cassette("llamaindex_malformed"):
@@ -130,7 +130,7 @@ def test_function_agent_turn_with_reverie_memory_block(engine: MemoryEngine) -> 
     from llama_index.core.base.llms.types import ChatMessage
     from llama_index.core.memory import Memory as LIMemory
 
-    from reverie.adapters.llamaindex_memory import SESSION_SOURCE_PREFIX, ReverieMemoryBlock
+    from reverie.adapters.llamaindex.memory import SESSION_SOURCE_PREFIX, ReverieMemoryBlock
 
     engine.observe("user: my sister Ana lives in Porto and works at a cafe", source="old-chat")
     engine.observe("user: I am allergic to peanuts", source="old-chat")
@@ -200,7 +200,7 @@ def test_function_agent_turn_with_reverie_memory_block(engine: MemoryEngine) -> 
 def test_rem_cycle_through_a_llamaindex_llm(engine: MemoryEngine) -> None:
     """`engine.consolidate(synthesizer=LlamaIndexSynthesizer(llm))`: the weak, related
     traces become one synthesis node written from the model's JSON."""
-    from reverie.adapters.llamaindex_ports import LlamaIndexSynthesizer
+    from reverie.adapters.llamaindex.ports import LlamaIndexSynthesizer
     from reverie.core.models import Status
 
     clock = engine.clock

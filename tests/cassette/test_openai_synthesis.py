@@ -23,8 +23,8 @@ from reverie.core.policy import DEFAULT_POLICY
 from reverie.core.ports import WriteBatch
 from reverie.core.synthesis import SYNTHESIS_SCHEMA, build_prompt
 from reverie.core.text import normalize_text
-from reverie.integrations.openai_synth import OpenAISynthesizer
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.llm import OpenAISynthesizer
+from reverie.integrations.sqlite.store import SQLiteStore
 from tests.cassettes import LLM_MODEL, llm_base_url, use_cassette
 
 pytestmark = pytest.mark.slow

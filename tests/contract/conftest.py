@@ -14,8 +14,8 @@ import pytest
 
 from reverie.core.models import Kind, Memory, Tier
 from reverie.core.ports import LexicalIndex, RecordStore
-from reverie.integrations.chroma_index import ChromaIndex
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.chroma.index import ChromaIndex
+from reverie.integrations.sqlite.store import SQLiteStore
 from tests.fakes import InMemoryStore
 
 # --- VectorIndex -------------------------------------------------------------------------
@@ -29,7 +29,7 @@ from tests.fakes import InMemoryStore
 def vector_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ChromaIndex]:
     """Each VectorIndex implementation: embedded Chroma (fresh directory), a real Chroma
     server (shared by the session, so tests take namespaces from `vector_ns`), and that
-    server behind the shared tier's Redis outbox (`vector_outbox`, on the session's
+    server behind the shared tier's Redis outbox (`redis.outbox`, on the session's
     redis-server under a key prefix of its own): what open_engine gives a Redis store."""
     with _open_vector_index(request, tmp_path, f"vq{uuid.uuid4().hex[:8]}") as index:
         yield index
@@ -47,8 +47,8 @@ def _open_vector_index(
         index = ChromaIndex.server(request.getfixturevalue("chroma_server_url"))
         store = None
         if kind == "outbox":
-            from reverie.integrations.redis_store import RedisStore
-            from reverie.integrations.vector_outbox import OutboxIndex
+            from reverie.integrations.redis.outbox import OutboxIndex
+            from reverie.integrations.redis.store import RedisStore
 
             store = RedisStore.from_url(request.getfixturevalue("redis_url"), prefix=prefix)
             index = OutboxIndex(index, store.client, prefix=prefix)
@@ -105,7 +105,7 @@ RECORD_STORES: dict[str, RecordStoreFactory] = {
 def _redis_store(url: str) -> RecordStore:
     """A RedisStore under a key prefix of its own: the session's server is shared, and the
     prefix gives each test an empty store (its own namespace set and meta too)."""
-    from reverie.integrations.redis_store import RedisStore
+    from reverie.integrations.redis.store import RedisStore
 
     return RedisStore.from_url(url, prefix=f"t{uuid.uuid4().hex[:12]}")
 

@@ -14,8 +14,8 @@ import pytest
 
 from reverie.core import InvalidInput
 from reverie.core.ports import WriteBatch
-from reverie.integrations.redis_store import RedisStore
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.redis.store import RedisStore
+from reverie.integrations.sqlite.store import SQLiteStore
 from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import make_memory
 from tests.servers import RedisCluster

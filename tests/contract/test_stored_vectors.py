@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from reverie.core.ports import VectorItem
-from reverie.integrations.chroma_index import ChromaIndex
+from reverie.integrations.chroma.index import ChromaIndex
 
 
 def unit(seed: int, dim: int = 8) -> np.ndarray:

@@ -21,7 +21,7 @@ from reverie.core.errors import (
     StoreCorrupt,
 )
 from reverie.core.ports import VectorIndex, VectorItem
-from reverie.integrations.chroma_index import ChromaIndex, collection_name
+from reverie.integrations.chroma.index import ChromaIndex, collection_name
 from tests.servers import free_port, start_chroma
 
 DIM = 8

@@ -9,7 +9,7 @@ import pytest
 
 from reverie.core.errors import InvalidVector
 from reverie.core.ports import VectorItem
-from reverie.integrations.chroma_index import ChromaIndex
+from reverie.integrations.chroma.index import ChromaIndex
 
 
 def unit(*xs: float) -> np.ndarray:

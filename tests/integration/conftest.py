@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.redis.store import RedisStore
 from tests.blocking_async_store import BlockingAsyncStore
 
 

@@ -1,6 +1,6 @@
 """Does every Redis secondary index agree with the records? Read straight from the keys.
 
-The key layout is the one documented in `reverie.integrations.redis_keys`. This walks a
+The key layout is the one documented in `reverie.integrations.redis.keys`. This walks a
 namespace's keys (its `{ns}` hash tag only, through `SCAN MATCH`, which is fine in a
 test) and returns every disagreement as a readable line, so a test can assert the list
 is empty and show what broke. A memory half written by an interrupted write would show
@@ -16,7 +16,7 @@ from typing import Any
 from reverie.core.codec import memory_from_dict
 from reverie.core.models import Memory, Status
 from reverie.core.text import content_hash, lexical_terms
-from reverie.integrations.redis_keys import DEFAULT_PREFIX, NamespaceKeys
+from reverie.integrations.redis.keys import DEFAULT_PREFIX, NamespaceKeys
 
 
 def index_problems(client: Any, namespace: str, prefix: str = DEFAULT_PREFIX) -> list[str]:

@@ -18,8 +18,8 @@ import pytest
 
 from reverie.core.errors import BackendUnavailable
 from reverie.core.ports import VectorItem
-from reverie.integrations.chroma_http import QueryTransport
-from reverie.integrations.chroma_index import ChromaIndex
+from reverie.integrations.chroma.http import QueryTransport
+from reverie.integrations.chroma.index import ChromaIndex
 from tests.servers import ServerProcess, free_port, start_chroma
 
 DIM = 16

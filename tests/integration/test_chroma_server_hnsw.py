@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from reverie.core.ports import VectorItem
-from reverie.integrations.chroma_index import (
+from reverie.integrations.chroma.index import (
     DEFAULT_HNSW,
     SERVER_HNSW,
     ChromaIndex,

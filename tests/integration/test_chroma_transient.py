@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from reverie.core.errors import BackendUnavailable
-from reverie.integrations import chroma_index
+from reverie.integrations.chroma import index as chroma_index
 
 TRANSIENT = (
     "Error executing plan: Internal error: Error creating hnsw segment reader: "

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from reverie.adapters import demo as demo_module
-from reverie.adapters.cli import app
-from reverie.adapters.demo import default_transcript
+from reverie.adapters.cli import demo as demo_module
+from reverie.adapters.cli.app import app
+from reverie.adapters.cli.demo import default_transcript
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from reverie.adapters.cli import app
+from reverie.adapters.cli.app import app
 from reverie.core import ManualClock, Status, Tier
 from reverie.integrations import open_engine
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reverie.adapters.cli import app
+from reverie.adapters.cli.app import app
 from reverie.integrations import open_engine
 
 pytestmark = pytest.mark.slow

@@ -97,7 +97,7 @@ def namespace(store_spec: str) -> Iterator[str]:
 
 def _open_engine(store_spec: str, chroma_url: str, clock: ManualClock) -> Any:
     from reverie.core.engine import MemoryEngine
-    from reverie.integrations.chroma_index import ChromaIndex
+    from reverie.integrations.chroma.index import ChromaIndex
     from tests.fakes import BagOfWordsEmbedder
 
     store = open_store(store_spec, Path("/nonexistent"))
@@ -196,7 +196,7 @@ def test_four_processes_mixed_operations_keep_every_invariant(
         _check_facts(store, namespace, reports, gave_up)
         assert all(s not in m.sources for m in everything for s in gave_up)
         # every memory's vector reached the Chroma server (through the outbox on Redis)
-        from reverie.integrations.chroma_index import ChromaIndex
+        from reverie.integrations.chroma.index import ChromaIndex
 
         with ChromaIndex.server(chroma_server_url) as index:
             assert index.ids(namespace) == {m.id for m in everything}

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from reverie.core.ports import RecordStore, WriteBatch
-from reverie.integrations.redis_store import RedisStore
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.redis.store import RedisStore
+from reverie.integrations.sqlite.store import SQLiteStore
 from tests.contract.conftest import T0, make_memory
 
 Pair = tuple[RecordStore, RecordStore]

@@ -31,8 +31,8 @@ import pytest
 from reverie.core import ManualClock
 from reverie.core.engine import MemoryEngine
 from reverie.core.ports import VectorItem
-from reverie.integrations.chroma_index import ChromaIndex
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.chroma.index import ChromaIndex
+from reverie.integrations.redis.store import RedisStore
 from tests.fakes import BagOfWordsEmbedder
 
 T0 = datetime(2025, 6, 1, 9, 0, tzinfo=UTC)

@@ -18,7 +18,7 @@ from reverie.core import InvalidInput, ManualClock, Policy
 from reverie.core.ports import WriteBatch
 from reverie.integrations import open_engine
 from reverie.integrations.embedders import LocalEmbedder
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.sqlite.store import SQLiteStore
 from tests.contract.conftest import make_memory
 
 pytestmark = pytest.mark.slow

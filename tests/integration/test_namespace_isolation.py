@@ -36,7 +36,7 @@ from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidNamespace, NotFound
 from reverie.core.models import Kind, fact_key
 from reverie.core.ports import LexicalIndex
-from reverie.integrations.chroma_index import ChromaIndex
+from reverie.integrations.chroma.index import ChromaIndex
 from reverie.integrations.factory import open_store
 from tests.fakes import BagOfWordsEmbedder
 from tests.servers import start_redis

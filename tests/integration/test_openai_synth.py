@@ -12,7 +12,7 @@ import pytest
 
 from reverie.core.errors import MissingExtra, SynthesisFailed
 from reverie.core.synthesis import SYNTHESIS_SCHEMA
-from reverie.integrations.openai_synth import OpenAISynthesizer, parse_json_object
+from reverie.integrations.llm import OpenAISynthesizer, parse_json_object
 from tests.servers import free_port
 
 

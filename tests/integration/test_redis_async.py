@@ -18,8 +18,8 @@ from reverie.core.errors import BackendUnavailable, ConflictError, InvalidInput,
 from reverie.core.models import Edge, EdgeType, Status
 from reverie.core.ports import WriteBatch
 from reverie.core.text import content_hash
-from reverie.integrations.redis_async import AsyncRedisStore
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.redis.async_store import AsyncRedisStore
+from reverie.integrations.redis.store import RedisStore
 from tests.contract.conftest import T0, make_memory
 from tests.servers import RedisCluster, make_tls_files, start_redis
 

@@ -19,7 +19,7 @@ import redis.asyncio as aioredis
 
 from reverie.core.models import Edge, EdgeType, Status
 from reverie.core.ports import WriteBatch
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.redis.store import RedisStore
 from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import T0, make_memory
 from tests.servers import start_redis
@@ -178,7 +178,7 @@ def test_every_sync_operation_has_an_async_twin_with_the_same_parameters() -> No
     lifecycle is named the asyncio way (open for from_url, aclose for close)."""
     import inspect
 
-    from reverie.integrations.redis_async import AsyncRedisStore
+    from reverie.integrations.redis.async_store import AsyncRedisStore
 
     renamed = {"from_url": "open", "close": "aclose"}
     public = [n for n in dir(RedisStore) if not n.startswith("_")]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from reverie.adapters.cli import app
-from reverie.integrations.redis_store import RedisStore
+from reverie.adapters.cli.app import app
+from reverie.integrations.redis.store import RedisStore
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import redis
 
 from reverie.core.errors import StoreCorrupt
 from reverie.core.ports import WriteBatch
-from reverie.integrations.redis_keys import NamespaceKeys
+from reverie.integrations.redis.keys import NamespaceKeys
 from tests.contract.conftest import T0, make_memory
 
 

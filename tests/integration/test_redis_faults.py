@@ -36,7 +36,7 @@ from reverie.core import ManualClock
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import BackendUnavailable
 from reverie.core.models import Kind, Status, fact_key
-from reverie.integrations.chroma_index import ChromaIndex
+from reverie.integrations.chroma.index import ChromaIndex
 from reverie.integrations.factory import open_store
 from tests.fakes import BagOfWordsEmbedder
 from tests.integration.redis_consistency import index_problems
@@ -177,7 +177,7 @@ def test_repair_rebuilds_the_chroma_server_from_redis_records(tmp_path: Path) ->
     """`reverie repair` (the CLI, as a user runs it) after the Chroma data is gone."""
     from typer.testing import CliRunner
 
-    from reverie.adapters.cli import app
+    from reverie.adapters.cli.app import app
     from reverie.integrations import open_engine
     from reverie.integrations.embedders import LocalEmbedder
 

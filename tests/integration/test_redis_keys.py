@@ -8,8 +8,8 @@ from redis.crc import key_slot
 
 from reverie.core.errors import InvalidInput, InvalidNamespace
 from reverie.core.ports import WriteBatch
-from reverie.integrations.redis_keys import NamespaceKeys, validate_prefix
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.redis.keys import NamespaceKeys, validate_prefix
+from reverie.integrations.redis.store import RedisStore
 from tests.contract.conftest import make_memory
 
 

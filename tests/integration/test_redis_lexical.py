@@ -19,11 +19,11 @@ import pytest
 
 from reverie.core.models import Kind, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
-from reverie.integrations.redis_lexical import bm25_top
-from reverie.integrations.redis_store import RedisStore
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.redis.lexical import bm25_top
+from reverie.integrations.redis.store import RedisStore
+from reverie.integrations.sqlite.store import SQLiteStore
 
-DEMO = Path(__file__).resolve().parents[2] / "adapters" / "data" / "demo_sessions.jsonl"
+DEMO = Path(__file__).resolve().parents[2] / "adapters" / "cli" / "data" / "demo_sessions.jsonl"
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 
 QUERIES = [

@@ -12,8 +12,8 @@ import pytest
 
 from reverie.core import Status
 from reverie.core.ports import WriteBatch
-from reverie.integrations import redis_reads as reads
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.redis import reads
+from reverie.integrations.redis.store import RedisStore
 from tests.contract.conftest import make_memory
 from tests.integration.test_redis_lexical import QUERIES, demo_texts
 from tests.servers import RedisCluster

@@ -14,8 +14,8 @@ import pytest
 
 from reverie.core.models import Edge, EdgeType
 from reverie.core.ports import WriteBatch
-from reverie.integrations import redis_reads
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.redis import reads as redis_reads
+from reverie.integrations.redis.store import RedisStore
 from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import make_memory
 from tests.servers import RedisCluster

@@ -12,7 +12,7 @@ import redis
 from reverie.core.errors import BackendUnavailable, InvalidInput
 from reverie.core.ports import WriteBatch
 from reverie.integrations.factory import open_store
-from reverie.integrations.redis_store import RedisStore
+from reverie.integrations.redis.store import RedisStore
 from tests.contract.conftest import make_memory
 from tests.servers import RedisCluster, ServerProcess, make_tls_files, start_redis
 

@@ -21,7 +21,7 @@ from reverie.core.models import Edge, EdgeType
 from reverie.core.policy import Policy
 from reverie.core.ports import WriteBatch
 from reverie.core.synthesis import SynthesisPayload
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.sqlite.store import SQLiteStore
 
 NS = "cost"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

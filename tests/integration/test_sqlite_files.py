@@ -24,7 +24,7 @@ from reverie.core.errors import (
 )
 from reverie.core.models import Edge, EdgeType, Kind, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
-from reverie.integrations.sqlite_store import SCHEMA_VERSION, SQLiteStore
+from reverie.integrations.sqlite.store import SCHEMA_VERSION, SQLiteStore
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import reverie.integrations.sqlite_store as sqlite_store
+import reverie.integrations.sqlite.store as sqlite_store
 from reverie.core import ConflictError, Status
 from reverie.core.models import Memory
 from reverie.core.ports import WriteBatch
 from reverie.core.text import lexical_terms, query_terms
-from reverie.integrations.redis_lexical import bm25_top
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.redis.lexical import bm25_top
+from reverie.integrations.sqlite.store import SQLiteStore
 from tests.contract.conftest import make_memory
 
 QUERIES = ("tea in lisbon", "the cat paints", "jazz by the sea", "bike", "tea cat sea")

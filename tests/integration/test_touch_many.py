@@ -14,9 +14,9 @@ import pytest
 
 from reverie.core import InvalidInput
 from reverie.core.ports import WriteBatch
-from reverie.integrations import redis_reads
-from reverie.integrations.redis_store import RedisStore
-from reverie.integrations.sqlite_store import SQLiteStore
+from reverie.integrations.redis import reads as redis_reads
+from reverie.integrations.redis.store import RedisStore
+from reverie.integrations.sqlite.store import SQLiteStore
 from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import T0, make_memory
 
@@ -148,7 +148,7 @@ def test_lost_races_back_off_briefly_then_give_up_typed(monkeypatch: pytest.Monk
     """Every optimistic Redis write (WATCH/EXEC and the touch's compare-and-set, sync and
     asyncio) retries through one budget: short random waits, then `BackendUnavailable`."""
     from reverie.core.errors import BackendUnavailable
-    from reverie.integrations import redis_store
+    from reverie.integrations.redis import store as redis_store
 
     races = redis_store.LostRaces("redis://x", "a touch")
     waits = [races.lost() for _ in range(50)]

@@ -1,4 +1,4 @@
-"""The shared tier's vector outbox (`integrations/vector_outbox.py`) on a real
+"""The shared tier's vector outbox (`integrations/redis/outbox.py`) on a real
 `redis-server`, a real Redis Cluster and a real `chroma run` server.
 
 What a team running many workers relies on: every worker's vector writes reach the
@@ -33,10 +33,10 @@ from reverie.core.errors import BackendUnavailable, InvalidInput, InvalidVector
 from reverie.core.policy import DEFAULT_POLICY, Policy
 from reverie.core.ports import VectorItem
 from reverie.integrations import open_engine
-from reverie.integrations.chroma_index import ChromaIndex
-from reverie.integrations.redis_keys import NamespaceKeys
-from reverie.integrations.redis_store import RedisStore
-from reverie.integrations.vector_outbox import OutboxIndex, encode_delete, plan
+from reverie.integrations.chroma.index import ChromaIndex
+from reverie.integrations.redis.keys import NamespaceKeys
+from reverie.integrations.redis.outbox import OutboxIndex, encode_delete, plan
+from reverie.integrations.redis.store import RedisStore
 from tests.fakes import BagOfWordsEmbedder
 
 DIM = 8
@@ -171,7 +171,7 @@ def metadata_of(index: ChromaIndex, namespace: str, ids: list[str]) -> dict[str,
 
 
 def test_plan_merges_writes_between_deletes_in_order() -> None:
-    from reverie.integrations.vector_outbox import decode, encode_metadata, encode_upsert
+    from reverie.integrations.redis.outbox import decode, encode_metadata, encode_upsert
 
     ops = [
         ("u", "a", VectorItem("a", unit(0), {"status": "active"})),

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reverie.integrations.bm25_mirror import Bm25Mirror
-from reverie.integrations.redis_lexical import bm25_top
+from reverie.integrations.lexical.mirror import Bm25Mirror
+from reverie.integrations.redis.lexical import bm25_top
 
 VOCAB = ["tea", "cat", "lisbon", "paint", "run", "sea", "jazz", "bike"]
 docs = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=8).map(" ".join)

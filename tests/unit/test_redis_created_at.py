@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from reverie.core import Kind, Memory, StoreCorrupt, Tier
 from reverie.core.codec import memory_to_dict
-from reverie.integrations.redis_plan import dumps, load_created_at
+from reverie.integrations.redis.plan import dumps, load_created_at
 
 T0 = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
 TRAP = '"created_at":"1999-01-01T00:00:00+00:00"'

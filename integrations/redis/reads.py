@@ -19,17 +19,16 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+import reverie.integrations.id_batches as id_batches
 from reverie.core.errors import InvalidInput
 from reverie.core.models import Edge, Memory, Status, Tier
 from reverie.core.ports import LexicalHit
 from reverie.core.text import content_hash, query_terms
-
-from . import id_batches
-from .id_batches import unique
-from .kept_vectors import from_bytes, to_bytes
-from .redis_keys import NamespaceKeys
-from .redis_lexical import BM25_ARGS
-from .redis_plan import (
+from reverie.integrations.id_batches import unique
+from reverie.integrations.kept_vectors import from_bytes, to_bytes
+from reverie.integrations.redis.keys import NamespaceKeys
+from reverie.integrations.redis.lexical import BM25_ARGS
+from reverie.integrations.redis.plan import (
     CheckedBatch,
     Stored,
     edge_field,
@@ -208,7 +207,7 @@ def find_by_entity(keys: NamespaceKeys, entity: str, limit: int) -> Steps[list[M
 
 
 def write_state(batch: CheckedBatch) -> Steps[tuple[Stored, int]]:
-    """What a write's plan depends on (`redis_plan.plan_commit`), read after its WATCH, and
+    """What a write's plan depends on (`redis.plan.plan_commit`), read after its WATCH, and
     the first seq of its new records.
 
     Everything is asked in one pipelined round trip: the records; the seqs and lexical
@@ -514,7 +513,7 @@ def recall_reads(
 
 def search(keys: NamespaceKeys, query: str, k: int) -> Steps[list[LexicalHit]]:
     """BM25 over the namespace's active texts, scored by a Lua script beside the postings
-    (`redis_lexical` says why): one round trip, only the k winners come back."""
+    (`redis.lexical` says why): one round trip, only the k winners come back."""
     terms = query_terms(query)
     if not terms or k <= 0:
         return []

@@ -10,7 +10,7 @@ token budget. Superseded facts, decay, promotion and consolidation all happen in
 engine; the block only translates.
 
     from llama_index.core.memory import Memory
-    from reverie.adapters.llamaindex_memory import ReverieMemoryBlock
+    from reverie.adapters.llamaindex.memory import ReverieMemoryBlock
     from reverie.integrations import open_engine
 
     memory = Memory.from_defaults(
@@ -39,7 +39,7 @@ try:
     from llama_index.core.memory.memory import BaseMemoryBlock
     from llama_index.core.utils import get_tokenizer
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.llamaindex_memory", "llamaindex") from e
+    raise MissingExtra("reverie.adapters.llamaindex.memory", "llamaindex") from e
 
 __all__ = ["SESSION_SOURCE_PREFIX", "ReverieMemoryBlock"]
 

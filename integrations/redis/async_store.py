@@ -2,8 +2,8 @@
 block on the record store (an async agent server, `MemoryEngine`'s async paths).
 
 It shares everything that decides *what* is written or read with the sync store —
-validation and the write plan (`redis_plan`), every read (`redis_reads`, generators each
-store drives with its own I/O), the key layout (`redis_keys`), the Lua scripts (BM25,
+validation and the write plan (`redis.plan`), every read (`redis.reads`, generators each
+store drives with its own I/O), the key layout (`redis.keys`), the Lua scripts (BM25,
 edges, degrees, the lease) — so the two can run side by side on one Redis and agree; only
 the I/O differs. Same URLs as the sync store: redis://, rediss:// (TLS), redis+cluster://.
 
@@ -40,13 +40,20 @@ try:
     import redis.asyncio as aioredis
     from redis.exceptions import RedisError, WatchError
 except ImportError as e:  # pragma: no cover - exercised only without the extra
-    raise MissingExtra("The async Redis store (reverie.integrations.redis_async)", "redis") from e
+    raise MissingExtra(
+        "The async Redis store (reverie.integrations.redis.async_store)", "redis"
+    ) from e
 
-from . import redis_reads as reads
-from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
-from .redis_lexical import BM25_SCRIPT
-from .redis_lexical_mirror import MirrorSet, mirrored_search
-from .redis_plan import (
+import reverie.integrations.redis.reads as reads
+from reverie.integrations.redis.keys import (
+    DEFAULT_PREFIX,
+    NamespaceKeys,
+    global_keys,
+    validate_prefix,
+)
+from reverie.integrations.redis.lexical import BM25_SCRIPT
+from reverie.integrations.redis.lexical_mirror import MirrorSet, mirrored_search
+from reverie.integrations.redis.plan import (
     DECODED,
     CheckedBatch,
     Command,
@@ -58,8 +65,8 @@ from .redis_plan import (
     plan_delete,
     plan_drop_namespace,
 )
-from .redis_reads import Lua, Pipelined, Request, Steps, chunks, unique
-from .redis_store import (
+from reverie.integrations.redis.reads import Lua, Pipelined, Request, Steps, chunks, unique
+from reverie.integrations.redis.store import (
     _ACQUIRE,
     _DEGREES,
     _EDGES,
@@ -174,7 +181,7 @@ class AsyncRedisStore:
             await asyncio.sleep(races.lost())
 
     async def _run(self, steps: Steps[T], conn: Any = None) -> T:
-        """Drive a shared read (`redis_reads`) on `conn` (the client, or a pipeline under
+        """Drive a shared read (`redis.reads`) on `conn` (the client, or a pipeline under
         WATCH), awaiting each request: the sync store's reads, request for request."""
         reply: Any = None
         while True:

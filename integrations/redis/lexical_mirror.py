@@ -1,12 +1,12 @@
 """BM25 for the Redis tier scored in the worker, from a mirror kept exact by a change log.
 
-The Lua script (`redis_lexical.BM25_SCRIPT`) scores on the server: one round trip, but
+The Lua script (`redis.lexical.BM25_SCRIPT`) scores on the server: one round trip, but
 every recall of every worker then spends the single-threaded server's time walking
 postings (about a microsecond per posting; "a photo of ..." queries touch thousands).
 Here each worker keeps a `Bm25Mirror` per namespace and asks Redis only what changed:
 
 - Every write that changes a namespace's postings appends the memory id to the stream
-  `{ns}:lex:log` in the same MULTI/EXEC (`redis_plan`), capped near `LOG_MAX` entries.
+  `{ns}:lex:log` in the same MULTI/EXEC (`redis.plan`), capped near `LOG_MAX` entries.
 - A search reads the stream's last and first entry ids (one pipelined round trip). Same
   last id as the mirror: score locally. Otherwise replay: the ids logged after the mirror's
   position are re-read from their records (active ones re-added, the rest removed). When
@@ -29,11 +29,10 @@ from collections.abc import Iterable, Sequence
 from reverie.core.models import Status
 from reverie.core.ports import LexicalHit
 from reverie.core.text import lexical_terms, query_terms
-
-from .bm25_mirror import Bm25Mirror
-from .redis_keys import NamespaceKeys
-from .redis_plan import LOG_MAX
-from .redis_reads import Pipelined, Steps, chunks, records, seqs, unique
+from reverie.integrations.lexical.mirror import Bm25Mirror
+from reverie.integrations.redis.keys import NamespaceKeys
+from reverie.integrations.redis.plan import LOG_MAX
+from reverie.integrations.redis.reads import Pipelined, Steps, chunks, records, seqs, unique
 
 __all__ = ["MirrorSet", "mirrored_search"]
 

@@ -26,13 +26,13 @@ key (after the prefix)       type     holds
 {ns}:lex:doc                 hash     id -> JSON list of the document's distinct terms
 {ns}:lex:stats               hash     docs, terms (document count and total length)
 {ns}:lex:log                 stream   ids whose postings changed, for workers' BM25 mirrors
-                                      (redis_lexical_mirror), capped near LOG_MAX entries
+                                      (redis.lexical_mirror), capped near LOG_MAX entries
 {ns}:emb                     hash     id -> base64 float32 embedding (kept_vectors), for
                                       recall's lexical-only candidates; deleted with the record
 {ns}:journal                 hash     consolidation fingerprint -> JSON entry
 {ns}:lock                    string   "<expires ms>|<token>|<holder>" with a PX expiry
 {ns}:vq                      list     queued vector-index writes, JSON, oldest first
-                                      (vector_outbox); trimmed as they are applied
+                                      (redis.outbox); trimmed as they are applied
 {ns}:vq:pushed               string   counter: writes ever queued
 {ns}:vq:done                 string   counter: writes applied (done + LLEN vq = pushed)
 {ns}:vq:lease                string   the drain lease: a token with a PX expiry

@@ -22,7 +22,7 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from pydantic import ConfigDict
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.langchain_retriever", "langchain") from e
+    raise MissingExtra("reverie.adapters.langchain.retriever", "langchain") from e
 
 from reverie.core.engine import Hit, MemoryEngine, RecallResult
 

@@ -25,7 +25,7 @@ try:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.langchain_ports", "langchain") from e
+    raise MissingExtra("reverie.adapters.langchain.ports", "langchain") from e
 
 from reverie.core.ports import Vector
 

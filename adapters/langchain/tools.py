@@ -19,7 +19,7 @@ try:
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
     from pydantic import BaseModel, Field
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.langchain_tools", "langchain") from e
+    raise MissingExtra("reverie.adapters.langchain.tools", "langchain") from e
 
 from reverie.core.engine import MemoryEngine, RecallResult
 from reverie.core.models import Memory

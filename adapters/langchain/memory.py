@@ -3,8 +3,8 @@
 Deprecated upstream: LangChain's `BaseMemory` and the chains that use it
 (`ConversationChain`, `LLMChain(memory=...)`) are deprecated since langchain 0.3 and
 live on only in `langchain-classic`. New code should use `create_agent` with
-`ReverieStore` (reverie.adapters.langgraph_store) or the memory tools
-(reverie.adapters.langchain_tools). This class exists so an old chain gets reverie's
+`ReverieStore` (reverie.adapters.langgraph.store) or the memory tools
+(reverie.adapters.langchain.tools). This class exists so an old chain gets reverie's
 long-term memory without being rewritten.
 
 Each exchange is saved as two traces ("Human: ..." and "AI: ..."), sourced by the
@@ -23,7 +23,7 @@ try:
     from langchain_classic.base_memory import BaseMemory
     from pydantic import ConfigDict, Field
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.langchain_memory", "classic") from e
+    raise MissingExtra("reverie.adapters.langchain.memory", "classic") from e
 
 from reverie.core.engine import MemoryEngine, Observation, RecallResult
 

@@ -53,11 +53,10 @@ from reverie.core.models import Edge, EdgeType, Memory, Status, Tier, validate_n
 from reverie.core.ports import LexicalHit, WriteBatch
 from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash, lexical_terms, query_terms
-
-from .bm25_mirror import Bm25Mirror
-from .id_batches import chunks
-from .id_batches import unique as _unique
-from .kept_vectors import from_bytes, to_bytes
+from reverie.integrations.id_batches import chunks
+from reverie.integrations.id_batches import unique as _unique
+from reverie.integrations.kept_vectors import from_bytes, to_bytes
+from reverie.integrations.lexical.mirror import Bm25Mirror
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -225,7 +224,7 @@ def _migrate_to_3(conn: sqlite3.Connection) -> None:
 
 
 def _migrate_to_4(conn: sqlite3.Connection) -> None:
-    """What in-process BM25 mirrors (integrations/bm25_mirror.py) need to stay exact while
+    """What in-process BM25 mirrors (integrations/lexical/mirror.py) need to stay exact while
     other processes write the same file: every change of a namespace's full-text rows takes
     a store-wide generation number (one per write transaction, `lexical.gen` in meta) and
     logs (gen, namespace number, seq). A mirror at generation g replays the seqs logged

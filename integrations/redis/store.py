@@ -3,21 +3,21 @@
 Why it looks the way it does:
 
 - Works on plain Redis 7 (no modules) and on Redis Cluster. Every key of a namespace
-  carries the namespace as a hash tag (layout in `redis_keys`), so a namespace sits on one
+  carries the namespace as a hash tag (layout in `redis.keys`), so a namespace sits on one
   slot and every multi-key write below is one MULTI/EXEC on one node.
-- Writes are optimistic (see `redis_plan`): WATCH what decides the outcome, read, compute
+- Writes are optimistic (see `redis.plan`): WATCH what decides the outcome, read, compute
   every command in Python, MULTI/EXEC; a concurrent change aborts the EXEC and the write is
   recomputed. Records, secondary indexes (status, tier, text hash, fact key, entity, scan
   order), lexical postings and edges change in the same EXEC, so they never disagree. A
   compare-and-set that loses raises `ConflictError`. `touch`, which changes records only,
   reads them and sets them in one Lua compare-and-set on their exact texts (two round
   trips, not three), re-read when another writer got there first: it never loses a count.
-- Reads are written once, as request/reply generators in `redis_reads`, and driven here
-  (blocking) and in `redis_async` (awaited): both stores read alike, round trip for round
+- Reads are written once, as request/reply generators in `redis.reads`, and driven here
+  (blocking) and in `redis.async_store` (awaited): both stores read alike, round trip for round
   trip.
 - Any Redis failure (down, timeout, out of memory, a cluster failover) raises
   `BackendUnavailable`; MULTI/EXEC means a write interrupted by it applied nothing.
-- Lexical search is BM25 over postings kept in Redis, scored in Python (`redis_lexical`
+- Lexical search is BM25 over postings kept in Redis, scored in Python (`redis.lexical`
   says why); it matches the SQLite tier's ranking.
 - The maintenance lock is a lease: a token, a holder and an expiry on Redis's own clock
   (TIME inside Lua, shared by every client), released only by the token's holder.
@@ -60,13 +60,18 @@ try:
     import redis
     from redis.exceptions import RedisError, WatchError
 except ImportError as e:  # pragma: no cover - exercised only without the extra
-    raise MissingExtra("The Redis store (reverie.integrations.redis_store)", "redis") from e
+    raise MissingExtra("The Redis store (reverie.integrations.redis.store)", "redis") from e
 
-from . import redis_reads as reads
-from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, global_keys, validate_prefix
-from .redis_lexical import BM25_SCRIPT
-from .redis_lexical_mirror import MirrorSet, mirrored_search
-from .redis_plan import (
+import reverie.integrations.redis.reads as reads
+from reverie.integrations.redis.keys import (
+    DEFAULT_PREFIX,
+    NamespaceKeys,
+    global_keys,
+    validate_prefix,
+)
+from reverie.integrations.redis.lexical import BM25_SCRIPT
+from reverie.integrations.redis.lexical_mirror import MirrorSet, mirrored_search
+from reverie.integrations.redis.plan import (
     DECODED,
     CheckedBatch,
     Command,
@@ -78,9 +83,9 @@ from .redis_plan import (
     plan_delete,
     plan_drop_namespace,
 )
-from .redis_reads import Lua, Pipelined, Request, Steps
-from .redis_reads import chunks as _chunks
-from .redis_reads import unique as _unique
+from reverie.integrations.redis.reads import Lua, Pipelined, Request, Steps
+from reverie.integrations.redis.reads import chunks as _chunks
+from reverie.integrations.redis.reads import unique as _unique
 
 __all__ = ["RedisStore", "client_from_url", "is_redis_url"]
 
@@ -322,7 +327,7 @@ class RedisStore:
             time.sleep(races.lost())
 
     def _run(self, steps: Steps[T], conn: Any = None) -> T:
-        """Drive a shared read (`redis_reads`) on `conn` (the client, or a pipeline under
+        """Drive a shared read (`redis.reads`) on `conn` (the client, or a pipeline under
         WATCH), blocking on each request."""
         reply: Any = None
         while True:
@@ -351,7 +356,7 @@ class RedisStore:
     # --- RecordStore: writes --------------------------------------------------------------
 
     def commit(self, batch: WriteBatch) -> None:
-        """Apply a batch atomically; any conflict applies nothing (see `redis_plan`)."""
+        """Apply a batch atomically; any conflict applies nothing (see `redis.plan`)."""
         checked = check_batch(batch, self._prefix)
         if not checked.ids and not checked.edges and not checked.removals:
             return
@@ -392,7 +397,7 @@ class RedisStore:
         """`touch` of each (ids, at) in order, each record read and written once per
         transaction however many events reinforce it (an optional capability, as on
         SQLite): the background reinforcement writes a burst of recalls' touches in one
-        read and one compare-and-set (`redis_reads.touch_chunk`) instead of one each,
+        read and one compare-and-set (`redis.reads.touch_chunk`) instead of one each,
         which back-to-back recalls otherwise pay for beside the next recall. Atomic per
         chunk of ids, like `touch`."""
         keys = self._keys(namespace)
@@ -551,8 +556,8 @@ class RedisStore:
     def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
         """BM25 over the namespace's active texts (postings hold nothing else), scored in
         this process by a mirror kept exact by the namespace's change log
-        (`redis_lexical_mirror`); a namespace written before the log has one is scored by
-        the Lua script beside the postings (`redis_lexical`). Same scores either way."""
+        (`redis.lexical_mirror`); a namespace written before the log has one is scored by
+        the Lua script beside the postings (`redis.lexical`). Same scores either way."""
         keys = self._keys(namespace)
         hits = self._guard(
             self._run, mirrored_search(self._mirrors, keys, keys.namespace, query, k)

@@ -39,12 +39,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from reverie.core.clock import utc
-from reverie.core.engine import MemoryEngine
-from reverie.core.errors import InvalidInput, NotFound, ReverieError
-from reverie.core.models import Kind, Memory, Status, Tier
-
-from .render import (
+from reverie.adapters.cli.render import (
     fmt_sources,
     fmt_time,
     history_table,
@@ -53,6 +48,10 @@ from .render import (
     status_text,
     tier_text,
 )
+from reverie.core.clock import utc
+from reverie.core.engine import MemoryEngine
+from reverie.core.errors import InvalidInput, NotFound, ReverieError
+from reverie.core.models import Kind, Memory, Status, Tier
 
 __all__ = ["app", "main"]
 
@@ -269,7 +268,7 @@ def demo(
     """Replay two months of a user's sessions on a simulated clock and show what
     reverie keeps, replaces, hardens and forgets. Offline; runs in a temporary home
     unless --home is given."""
-    from .demo import run_demo
+    from reverie.adapters.cli.demo import run_demo
 
     s = _settings(ctx)
     if s.home is not None:
@@ -307,8 +306,8 @@ def ingest(
     "at", "kind"}; or the demo's typed lines. Each line is its own atomic write: a bad
     line stops the run, and the lines before it stay stored.
     """
-    from .transcript import ingest as ingest_lines
-    from .transcript import numbered_lines
+    from reverie.adapters.cli.transcript import ingest as ingest_lines
+    from reverie.adapters.cli.transcript import numbered_lines
 
     total = _count_lines(file)
     origin = "stdin" if file == "-" else Path(file).name
@@ -790,7 +789,7 @@ def consolidate(
     if llm_url is not None or llm_model is not None:
         if not (llm_url and llm_model):
             raise InvalidInput("--llm-url and --llm-model go together")
-        from reverie.integrations.openai_synth import OpenAISynthesizer
+        from reverie.integrations.llm import OpenAISynthesizer
 
         synthesizer = OpenAISynthesizer(llm_url, llm_model, timeout=llm_timeout)
     started = _time.perf_counter()

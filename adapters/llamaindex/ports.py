@@ -32,7 +32,7 @@ try:
     from llama_index.core.bridge.pydantic import PrivateAttr
     from llama_index.core.llms import LLM
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.llamaindex_ports", "llamaindex") from e
+    raise MissingExtra("reverie.adapters.llamaindex.ports", "llamaindex") from e
 
 __all__ = ["LlamaIndexEmbedder", "LlamaIndexSynthesizer", "ReverieEmbedding", "parse_json_object"]
 

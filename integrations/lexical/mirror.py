@@ -5,7 +5,7 @@ Why it exists: FTS5's `bm25()` must score every row that matches any query word 
 namespace in the file, so one tenant's writes move another tenant's scores. A mirror per
 namespace, kept in step with the file through a change log (see `SQLiteStore.search`),
 scores the same postings about an order of magnitude faster, and with the namespace's own
-statistics: the same formula and statistics as the Redis tier (`redis_lexical`), so the two
+statistics: the same formula and statistics as the Redis tier (`redis.lexical`), so the two
 tiers now rank alike to the last bit.
 
 The file stays the truth: a mirror is rebuilt from it whenever it cannot be brought up to
@@ -21,11 +21,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .redis_lexical import BM25_B, BM25_K1
+from reverie.integrations.lexical.bm25 import BM25_B, BM25_K1, IDF_FLOOR
 
 __all__ = ["Bm25Mirror"]
 
-_IDF_FLOOR = 1e-6  # FTS5 replaces a non-positive idf (a term in over half the rows) by this
 
 
 class Bm25Mirror:
@@ -104,7 +103,7 @@ class Bm25Mirror:
     def top(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
         """The k best documents by FTS5's BM25 (higher is better); ties by seq, as the
         SQLite and Redis tiers break them. Summed term by term in query order, with the
-        same operation order as `redis_lexical`, so the scores are identical."""
+        same operation order as `redis.lexical`, so the scores are identical."""
         if k <= 0 or self._docs <= 0:
             return []
         n_docs = self._docs
@@ -125,7 +124,7 @@ class Bm25Mirror:
             tf = np.frombuffer(entry[1], dtype=np.int32)[live].astype(np.float64)
             idf = math.log((n_docs - n + 0.5) / (n + 0.5))
             if idf <= 0.0:
-                idf = _IDF_FLOOR
+                idf = IDF_FLOOR
             denom = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[slots] / avg)
             scores[slots] += idf * (tf * (BM25_K1 + 1.0)) / denom
         hit = np.flatnonzero(scores)

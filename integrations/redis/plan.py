@@ -25,9 +25,8 @@ from reverie.core.models import Edge, EdgeType, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
 from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash
-
-from .redis_keys import NamespaceKeys
-from .redis_lexical import term_frequencies
+from reverie.integrations.redis.keys import NamespaceKeys
+from reverie.integrations.redis.lexical import term_frequencies
 
 Command = tuple[str | int | float, ...]
 
@@ -337,7 +336,7 @@ LOG_MAX = 20_000
 
 def log_entry(keys: NamespaceKeys, memory_id: str) -> Command:
     """Appended to a write's MULTI/EXEC when `memory_id`'s postings change: the change log
-    workers' BM25 mirrors replay (integrations/redis_lexical_mirror.py)."""
+    workers' BM25 mirrors replay (integrations/redis/lexical_mirror.py)."""
     return ("XADD", keys.lexlog, "MAXLEN", "~", str(LOG_MAX), "*", "id", memory_id)
 
 

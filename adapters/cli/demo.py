@@ -25,14 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from reverie.core.clock import ManualClock
-from reverie.core.engine import Hit, MemoryEngine
-from reverie.core.errors import InvalidInput
-from reverie.core.models import Kind, Memory, Status, Tier, fact_key, normalize_phrase
-from reverie.core.ports import Embedder
-from reverie.core.scoring import decay_score
-
-from .render import (
+from reverie.adapters.cli.render import (
     explanation_panel,
     fmt_sources,
     history_table,
@@ -40,7 +33,19 @@ from .render import (
     quiet_model_loading,
     tier_text,
 )
-from .transcript import MessageLine, ingest, numbered_lines, parse_line, superseded_traces
+from reverie.adapters.cli.transcript import (
+    MessageLine,
+    ingest,
+    numbered_lines,
+    parse_line,
+    superseded_traces,
+)
+from reverie.core.clock import ManualClock
+from reverie.core.engine import Hit, MemoryEngine
+from reverie.core.errors import InvalidInput
+from reverie.core.models import Kind, Memory, Status, Tier, fact_key, normalize_phrase
+from reverie.core.ports import Embedder
+from reverie.core.scoring import decay_score
 
 __all__ = ["DEMO_FILE", "WEEKS", "default_transcript", "run_demo"]
 
@@ -61,17 +66,17 @@ _QUESTION_TEMPLATES = {
 def default_transcript() -> Path:
     """The packaged transcript (works after a non-editable install), else the repo copy."""
     try:
-        packaged = resources.files("reverie.adapters").joinpath("data", DEMO_FILE)
+        packaged = resources.files("reverie.adapters.cli").joinpath("data", DEMO_FILE)
         if packaged.is_file():
             return Path(str(packaged))
     except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
         pass
-    repo_copy = Path(__file__).resolve().parent.parent / "examples" / DEMO_FILE
+    repo_copy = Path(__file__).resolve().parents[2] / "examples" / DEMO_FILE
     if repo_copy.is_file():
         return repo_copy
     raise InvalidInput(
         f"cannot find the demo transcript {DEMO_FILE} (neither packaged in "
-        "reverie.adapters/data nor in examples/); pass one with --transcript"
+        "reverie.adapters.cli/data nor in examples/); pass one with --transcript"
     )
 
 

@@ -56,7 +56,7 @@ try:
     )
     from langgraph.store.base.embed import get_text_at_path, tokenize_path
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.langgraph_store", "langgraph") from e
+    raise MissingExtra("reverie.adapters.langgraph.store", "langgraph") from e
 
 from reverie.core.engine import MemoryEngine
 from reverie.core.models import Kind, Memory, Status, parse_kind

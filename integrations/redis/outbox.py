@@ -22,7 +22,7 @@ were queued (an upsert queued after a delete of the same id wins, and the revers
 input is refused before it is queued (the index's own checks, `checked_items`), so a
 queued write is one the index takes.
 
-How (keys in `redis_keys`, all under the namespace's hash tag, so a Cluster keeps them
+How (keys in `redis.keys`, all under the namespace's hash tag, so a Cluster keeps them
 on one slot and every script below is atomic):
 
 - a write appends JSON entries to ``{ns}:vq`` and adds their count to ``{ns}:vq:pushed``
@@ -71,15 +71,14 @@ from reverie.core.indexing import IndexWrite, merge
 from reverie.core.models import validate_namespace
 from reverie.core.policy import DEFAULT_POLICY, Policy
 from reverie.core.ports import Vector, VectorHit, VectorIndex, VectorItem
-
-from .redis_keys import DEFAULT_PREFIX, NamespaceKeys, validate_prefix
+from reverie.integrations.redis.keys import DEFAULT_PREFIX, NamespaceKeys, validate_prefix
 
 try:
     from redis.exceptions import RedisError
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     from reverie.core.errors import MissingExtra
 
-    raise MissingExtra("The vector outbox (reverie.integrations.vector_outbox)", "redis") from e
+    raise MissingExtra("The vector outbox (reverie.integrations.redis.outbox)", "redis") from e
 
 __all__ = ["OutboxIndex"]
 

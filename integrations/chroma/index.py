@@ -45,8 +45,7 @@ from reverie.core.errors import (
 from reverie.core.models import validate_namespace
 from reverie.core.ports import Vector, VectorHit, VectorItem
 from reverie.core.retrieval import cosine_to
-
-from .chroma_http import ChromaUnreachable, PendingQuery, QueryTransport
+from reverie.integrations.chroma.http import ChromaUnreachable, PendingQuery, QueryTransport
 
 __all__ = ["DEFAULT_HNSW", "ChromaIndex", "HnswSettings", "collection_name"]
 
@@ -503,7 +502,7 @@ class ChromaIndex:
     def checked_items(self, namespace: str, items: Sequence[VectorItem]) -> list[VectorItem]:
         """`items` as `upsert` would take them (float32 vectors, Chroma metadata), or the
         error `upsert` would raise, without writing: a queue in front of the index
-        (`vector_outbox`) refuses bad input before it queues it, not when it drains."""
+        (`redis.outbox`) refuses bad input before it queues it, not when it drains."""
         validate_namespace(namespace)
         ids, vectors, metadatas = _checked_items(namespace, items)
         if ids:
@@ -615,7 +614,7 @@ class ChromaIndex:
         where: dict[str, Any] | None = None,
     ) -> Mapping[str, Any]:
         """One nearest-neighbour query: on a server through the lean transport (see
-        `chroma_http`), in process through the client."""
+        `chroma.http`), in process through the client."""
         if self._transport is None:
             return collection.query(  # type: ignore[no-any-return]
                 query_embeddings=q[None, :], n_results=n, where=where, include=include

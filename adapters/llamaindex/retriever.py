@@ -6,7 +6,7 @@ final score, and its metadata carries what a caller needs to trust or act on it
 (tier, status, sources, the score explanation). Those bookkeeping keys are hidden
 from the LLM and the embedder, which see only the memory's text and date.
 
-    from reverie.adapters.llamaindex_retriever import ReverieRetriever
+    from reverie.adapters.llamaindex.retriever import ReverieRetriever
     retriever = ReverieRetriever(open_engine(), namespace="user/alice", k=5)
     for n in retriever.retrieve("where does Alice live?"):
         print(n.score, n.node.get_content(), n.node.metadata["tier"])
@@ -27,7 +27,7 @@ try:
     from llama_index.core.callbacks import CallbackManager
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
-    raise MissingExtra("reverie.adapters.llamaindex_retriever", "llamaindex") from e
+    raise MissingExtra("reverie.adapters.llamaindex.retriever", "llamaindex") from e
 
 __all__ = ["ReverieRetriever", "hit_to_node"]
 

@@ -6,7 +6,7 @@ Why this design (and not the Redis Query Engine):
   needs it would not run on the server the issue names. Redis 8 / Redis Stack have it,
   but one implementation that behaves the same everywhere is worth more than a faster
   path on some servers: recall must not change with the Redis build.
-- The index is plain hashes under the namespace's hash tag (see `redis_keys`): one hash
+- The index is plain hashes under the namespace's hash tag (see `redis.keys`): one hash
   per term (memory id -> term frequency), one hash of document lengths and a two-field
   stats hash (document count, total length). They are written in the same MULTI/EXEC as
   the record, so a search never sees a half-written memory, and they live on the
@@ -16,7 +16,8 @@ Why this design (and not the Redis Query Engine):
   client first (measured: HGETALL of the postings, then the lengths) made a LoCoMo recall
   ~4x slower than on SQLite, nearly all of it parsing replies in Python; the script costs
   the server about a microsecond per posting. `bm25_top` is the same formula in Python,
-  the reference the script is tested against.
+  the reference the script is tested against
+  (`reverie.integrations.lexical.bm25`, shared with the SQLite tier's mirror).
 - Terms and scores follow the SQLite tier: the same `core.text.lexical_terms` /
   `query_terms` (folded, Porter-stemmed) and FTS5's BM25 (k1 = 1.2, b = 0.75, idf floored
   at 1e-6), so recall on Redis matches recall on the embedded default;
@@ -28,20 +29,16 @@ Why this design (and not the Redis Query Engine):
 
 from __future__ import annotations
 
-import heapq
-import math
-from collections import Counter
-from collections.abc import Mapping
+from reverie.integrations.lexical.bm25 import (
+    BM25_B,
+    BM25_K1,
+    IDF_FLOOR,
+    bm25_top,
+    term_frequencies,
+)
 
-from reverie.core.text import lexical_terms
+__all__ = ["BM25_ARGS", "BM25_SCRIPT", "bm25_top", "term_frequencies"]
 
-__all__ = ["BM25_ARGS", "BM25_B", "BM25_K1", "BM25_SCRIPT", "bm25_top", "term_frequencies"]
-
-# FTS5's fixed BM25 parameters, mirrored (not tuned): the two tiers must rank alike.
-BM25_K1 = 1.2
-BM25_B = 0.75
-# FTS5 replaces a non-positive idf (a term in more than half the rows) by this.
-_IDF_FLOOR = 1e-6
 # KEYS: stats, doc lengths, scan order (id -> seq), then one postings hash per query term.
 # ARGV: k, k1, b, idf floor. Returns [id, score, id, score, ...]: best first, ties by seq
 # then id (as SQLite).
@@ -102,46 +99,4 @@ for i = 1, math.min(k, #top) do
 end
 return out
 """
-BM25_ARGS = (BM25_K1, BM25_B, _IDF_FLOOR)
-
-
-def term_frequencies(text: str) -> tuple[Counter[str], int]:
-    """Term -> count and the document length, from the one text rule every tier shares."""
-    tokens = lexical_terms(text)
-    return Counter(tokens), len(tokens)
-
-
-def bm25_top(
-    postings: Mapping[str, Mapping[str, int]],
-    lengths: Mapping[str, int],
-    doc_count: int,
-    total_length: int,
-    k: int,
-    order: Mapping[str, int] | None = None,
-) -> list[tuple[str, float]]:
-    """The k best documents by FTS5's BM25 (higher is better), ties by `order` (the
-    insertion sequence, as the SQLite tier breaks them), then id.
-
-    `postings` maps each query term to {document id: term frequency}; `lengths` holds
-    the token count of every matched document.
-    """
-    if k <= 0 or doc_count <= 0:
-        return []
-    avg = total_length / doc_count if total_length > 0 else 1.0
-    scores: dict[str, float] = {}
-    for docs in postings.values():
-        n = len(docs)
-        if n == 0:
-            continue
-        idf = math.log((doc_count - n + 0.5) / (n + 0.5))
-        if idf <= 0.0:
-            idf = _IDF_FLOOR
-        for doc, tf in docs.items():
-            dl = lengths.get(doc, 0)
-            denom = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avg)
-            scores[doc] = scores.get(doc, 0.0) + idf * (tf * (BM25_K1 + 1.0)) / denom
-    rank = order or {}
-    return heapq.nsmallest(
-        k, ((doc, s) for doc, s in scores.items()),
-        key=lambda item: (-item[1], rank.get(item[0], 0), item[0]),
-    )
+BM25_ARGS = (BM25_K1, BM25_B, IDF_FLOOR)

@@ -1,0 +1,1 @@
+"""The langchain face (optional extra)."""

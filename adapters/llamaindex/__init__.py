@@ -1,0 +1,1 @@
+"""The llamaindex face (optional extra)."""

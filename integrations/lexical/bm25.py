@@ -1,0 +1,64 @@
+"""FTS5's BM25, written once for every tier: its constants, the terms of a text, and the
+reference scoring that the Redis script and the in-process mirror are tested against.
+
+The parameters are FTS5's fixed ones, mirrored rather than tuned, so recall ranks alike on
+SQLite and on Redis.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Mapping
+
+from reverie.core.text import lexical_terms
+
+__all__ = ["BM25_B", "BM25_K1", "IDF_FLOOR", "bm25_top", "term_frequencies"]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# FTS5 replaces a non-positive idf (a term in more than half the rows) by this.
+IDF_FLOOR = 1e-6
+
+
+def term_frequencies(text: str) -> tuple[Counter[str], int]:
+    """Term -> count and the document length, from the one text rule every tier shares."""
+    tokens = lexical_terms(text)
+    return Counter(tokens), len(tokens)
+
+
+def bm25_top(
+    postings: Mapping[str, Mapping[str, int]],
+    lengths: Mapping[str, int],
+    doc_count: int,
+    total_length: int,
+    k: int,
+    order: Mapping[str, int] | None = None,
+) -> list[tuple[str, float]]:
+    """The k best documents by FTS5's BM25 (higher is better), ties by `order` (the
+    insertion sequence, as the SQLite tier breaks them), then id.
+
+    `postings` maps each query term to {document id: term frequency}; `lengths` holds
+    the token count of every matched document.
+    """
+    if k <= 0 or doc_count <= 0:
+        return []
+    avg = total_length / doc_count if total_length > 0 else 1.0
+    scores: dict[str, float] = {}
+    for docs in postings.values():
+        n = len(docs)
+        if n == 0:
+            continue
+        idf = math.log((doc_count - n + 0.5) / (n + 0.5))
+        if idf <= 0.0:
+            idf = IDF_FLOOR
+        for doc, tf in docs.items():
+            dl = lengths.get(doc, 0)
+            denom = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avg)
+            scores[doc] = scores.get(doc, 0.0) + idf * (tf * (BM25_K1 + 1.0)) / denom
+    rank = order or {}
+    return heapq.nsmallest(
+        k, ((doc, s) for doc, s in scores.items()),
+        key=lambda item: (-item[1], rank.get(item[0], 0), item[0]),
+    )
