@@ -164,7 +164,7 @@ def main() -> None:
                       f"CPU {r['cpu_ms_per_cluster']:6.2f} ms/cluster", flush=True)
     load = os.getloadavg()
     meta = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
         "load_average_at_end": [round(x, 1) for x in load],

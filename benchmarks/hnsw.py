@@ -326,7 +326,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--source", choices=["coco", "locomo"], default="coco")
     ap.add_argument("--server", action="store_true", help="also time the default on a server")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "hnsw")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results",
+                    help="directory of hnsw.md and hnsw.json")
     ap.add_argument("--choice", default="", help="the 'Choice' paragraph of the markdown")
     ap.add_argument("--choice-file", type=Path, help="read the 'Choice' paragraph from a file")
     ap.add_argument(
@@ -335,14 +336,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="re-write the markdown from the existing JSON (e.g. with a new --choice-file)",
     )
     args = ap.parse_args(argv)
+    stem = args.out / "hnsw"
     if args.render_only:
-        result = json.loads(args.out.with_suffix(".json").read_text())
+        result = json.loads(stem.with_suffix(".json").read_text())
         if args.choice_file or args.choice:
             result["choice"] = (
                 args.choice_file.read_text().strip() if args.choice_file else args.choice
             )
-            args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-        write_markdown(args.out.with_suffix(".md"), result)
+            stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+        write_markdown(stem.with_suffix(".md"), result)
         return
     raw_argv = list(sys.argv[1:] if argv is None else argv)
     shown = []
@@ -449,10 +451,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "server": server_row,
         "choice": choice,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    write_markdown(args.out.with_suffix(".md"), result)
-    print(f"wrote {args.out.with_suffix('.md')} and .json")
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    write_markdown(stem.with_suffix(".md"), result)
+    print(f"wrote {stem.with_suffix('.md')} and .json")
 
 
 if __name__ == "__main__":

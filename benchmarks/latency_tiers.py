@@ -798,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     tput: list[dict[str, Any]] = []
     meta: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, CPU only, {platform.python_version()}",
         "queries": args.queries,
         "redis_version": _redis_version(),
