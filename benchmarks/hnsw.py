@@ -297,8 +297,8 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         "filters the unfiltered top max(5k, 50) itself and falls back to Chroma's `where` "
         "only when too few of those match; the last latency column is Chroma's own "
         "`where` for the 90 % filter, for comparison. Build is the upsert of all items "
-        "plus the first query. The machine was shared with other jobs (load average "
-        f"{m['loadavg']} at the start): the same setting's latencies moved by up to 2x "
+        "plus the first query. Load average "
+        f"{m['loadavg']} at the start: the same setting's latencies moved by up to 2x "
         "between runs, and HNSW builds are multi-threaded, so recall moves by about "
         "+-0.0002 between builds. Read differences smaller than that as noise.",
     ]
