@@ -498,7 +498,33 @@ def write(report: dict[str, Any]) -> None:
         load = f"{r['load_1min']:.1f}" if "load_1min" in r else "—"
         lines.append(f"| {r['n']} | {r['strategy']} | {secs} | {r['clusters'] or '—'} | {load} |")
     lines += ["", report.get("growth", ""), ""]
+    if "hnsw" in report:
+        lines += [*hnsw_lines(report["hnsw"]), ""]
     (RESULTS / "clustering.md").write_text("\n".join(lines) + "\n")
+
+
+def hnsw_lines(h: dict[str, Any]) -> list[str]:
+    """The section of clustering.md comparing HNSW neighbours with the exact k-NN."""
+    lines = [
+        "## Clustering on HNSW neighbours vs the exact k-NN",
+        "",
+        f"{h['texts']} COCO captions from {h['groups']} groups, MiniLM embeddings; default "
+        f"policy (k = {h['k']}). HNSW neighbours from "
+        "an embedded Chroma collection (DEFAULT_HNSW) holding all captions, k x overfetch "
+        "asked per flagged item and filtered to the flagged set; 'kNN found' is the mean "
+        "fraction of each item's exact k-NN (within the flagged set) among its candidates. "
+        "B-cubed over the flagged items. Run alone: python benchmarks/clustering.py --hnsw",
+        "",
+        "| case | items | k-NN | strategy | kNN found | P | R | F1 | neighbours s | cluster s |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in h["rows"]:
+        lines.append(
+            f"| {r['case']} | {r['items']} | {r['knn']} | {r['strategy']} | "
+            f"{r['exact_knn_found']:.3f} | {r['precision']:.3f} | {r['recall']:.3f} | "
+            f"{r['f1']:.3f} | {r['neighbors_seconds']:.2f} | {r['cluster_seconds']:.2f} |"
+        )
+    return lines
 
 
 def growth(rows: list[dict[str, Any]]) -> str:
@@ -523,8 +549,8 @@ def hnsw_compare(n_groups: int) -> dict[str, Any]:
     vector index's HNSW neighbours (embedded Chroma, DEFAULT_HNSW), the way the REM
     cycle gets them: k * overfetch asked per item, filtered to the cluster input. Two
     cases: every item flagged, and only the items of every other group flagged (the
-    rest indexed too), where unflagged neighbours are filtered out. Writes
-    clustering_hnsw.md/json; B-cubed is over the flagged items."""
+    rest indexed too), where unflagged neighbours are filtered out. B-cubed is over the
+    flagged items."""
     import tempfile
 
     from reverie.core.clustering import ClusterInput, knn, make_clusterer
@@ -607,7 +633,7 @@ def hnsw_compare(n_groups: int) -> dict[str, Any]:
         finally:
             index.close()
     report = {
-        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "when": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": (
             f"{platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}"
         ),
@@ -616,27 +642,6 @@ def hnsw_compare(n_groups: int) -> dict[str, Any]:
         "k": k,
         "rows": rows,
     }
-    (RESULTS / "clustering_hnsw.json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = [
-        "# Clustering on HNSW neighbours vs the exact k-NN (COCO captions)",
-        "",
-        f"Measured {report['when']} on {report['machine']}; {len(texts)} COCO captions from "
-        f"{n_groups} groups, MiniLM embeddings; default policy (k = {k}). HNSW neighbours from "
-        "an embedded Chroma collection (DEFAULT_HNSW) holding all captions, k x overfetch "
-        "asked per flagged item and filtered to the flagged set; 'kNN found' is the mean "
-        "fraction of each item's exact k-NN (within the flagged set) among its candidates. "
-        "B-cubed over the flagged items. Run: python benchmarks/clustering.py --hnsw",
-        "",
-        "| case | items | k-NN | strategy | kNN found | P | R | F1 | neighbours s | cluster s |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['case']} | {r['items']} | {r['knn']} | {r['strategy']} | "
-            f"{r['exact_knn_found']:.3f} | {r['precision']:.3f} | {r['recall']:.3f} | "
-            f"{r['f1']:.3f} | {r['neighbors_seconds']:.2f} | {r['cluster_seconds']:.2f} |"
-        )
-    (RESULTS / "clustering_hnsw.md").write_text("\n".join(lines) + "\n")
     return report
 
 
@@ -648,16 +653,19 @@ def main() -> None:
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument(
         "--hnsw", action="store_true",
-        help="only compare exact vs HNSW neighbours (clustering_hnsw.md), no sweep",
+        help="only compare exact vs HNSW neighbours, no sweep: refreshes that section of "
+        "clustering.md and clustering.json",
     )
     args = ap.parse_args()
     if args.hnsw:
-        hnsw_compare(args.groups)
-        print((RESULTS / "clustering_hnsw.md").read_text())
+        kept = json.loads((RESULTS / "clustering.json").read_text())
+        kept["hnsw"] = hnsw_compare(args.groups)
+        write(kept)
+        print("\n".join(hnsw_lines(kept["hnsw"])))
         return
     q = quality(args.groups)
     report: dict[str, Any] = {
-        "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "when": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": (
             f"{platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}"
         ),
@@ -668,6 +676,7 @@ def main() -> None:
     report["verdict"] = verdict(c)
     report["speed"] = [] if args.skip_speed else speed(args.sizes, {}, args.hdbscan_max)
     report["growth"] = growth(report["speed"])
+    report["hnsw"] = hnsw_compare(args.groups)
     write(report)
     print((RESULTS / "clustering.md").read_text())
 

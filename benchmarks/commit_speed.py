@@ -7,8 +7,9 @@ in a first cycle) and times `_execute_plan`, the journaled commit of every clust
 the vector index left out (a no-op), so only the record store's work is measured.
 
 Baseline, in the same run: the same commit with `SQLiteStore.edges` reading `dst IN (...)`
-without its index hint, as before the fix (SQLite then scanned every edge of the
-namespace for each cluster). Also counts the SQL statements per cluster by kind.
+without its index hint (SQLite then scans every edge of the namespace for each
+cluster: the cost per cluster grows with the store). Also counts the SQL statements per
+cluster by kind.
 
 Run: python benchmarks/commit_speed.py [--sizes 2000 20000]
 """
@@ -42,8 +43,8 @@ HINT = " INDEXED BY edges_by_dst"
 
 @contextmanager
 def without_hint() -> Iterator[None]:
-    """The store as before the fix: `edges` without the index hint (a patched copy of
-    the module's code, restored after)."""
+    """The baseline store: `edges` without the index hint (a patched copy of the
+    module's code, restored after)."""
     import reverie.integrations.sqlite.store as ss
 
     saved = ss.SQLiteStore.edges
@@ -157,14 +158,14 @@ def main() -> None:
         for n in args.sizes:
             for baseline in (True, False):
                 r = measure(n, Path(tmp), baseline)
-                r["variant"] = "fix undone (edges without index hint)" if baseline else "now"
+                r["variant"] = "edges without index hint" if baseline else "current"
                 rows.append(r)
                 print(f"n={n:6d} {r['variant']:24s} {r['clusters']:5d} clusters "
                       f"{r['seconds']:7.2f} s  {r['ms_per_cluster']:6.2f} ms/cluster  "
                       f"CPU {r['cpu_ms_per_cluster']:6.2f} ms/cluster", flush=True)
     load = os.getloadavg()
     meta = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
         "load_average_at_end": [round(x, 1) for x in load],
@@ -187,8 +188,8 @@ def main() -> None:
         lines.append(f"| {r['memories']} | {r['variant']} | {r['clusters']} | "
                      f"{r['seconds']:.2f} | {r['ms_per_cluster']:.2f} | "
                      f"{r['cpu_ms_per_cluster']:.2f} |")
-    last = [r for r in rows if r["variant"] == "now"][-1]
-    lines += ["", f"SQL statements per cluster (now, {last['memories']} memories): "
+    last = [r for r in rows if r["variant"] == "current"][-1]
+    lines += ["", f"SQL statements per cluster (current, {last['memories']} memories): "
               + ", ".join(f"{k} {v}" for k, v in last["statements_per_cluster"].items())]
     (RESULTS / "commit_speed.md").write_text("\n".join(lines) + "\n")
     print(f"saved {RESULTS / 'commit_speed.md'}")

@@ -105,19 +105,14 @@ def fill(engine: Any, ns: str, texts: list[str], vectors: np.ndarray, t0: dateti
         )
 
 
-def measure(n: int, tmp: Path, knn: str = "hnsw") -> dict[str, Any]:
+def measure(n: int, tmp: Path) -> dict[str, Any]:
     from reverie.core import ManualClock
     from reverie.core.policy import Policy
     from reverie.integrations import open_engine
 
-    # "hnsw": the cycle clusters on the vector index's neighbours at every size;
-    # "exact": cluster_neighbor_overfetch 0, the exact n^2 k-NN (the baseline);
-    # "default": the default policy (HNSW from cluster_index_knn_min flagged memories)
-    policy = {
-        "hnsw": Policy(cluster_index_knn_min=0),
-        "exact": Policy(cluster_neighbor_overfetch=0),
-        "default": Policy(),
-    }[knn]
+    # the default policy: the exact k-NN, or the vector index's HNSW neighbours from
+    # cluster_index_knn_min flagged memories on
+    policy = Policy()
 
     texts, vectors, topics = synthetic(n)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -157,19 +152,12 @@ def measure(n: int, tmp: Path, knn: str = "hnsw") -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 50000])
-    parser.add_argument(
-        "--knn", choices=["default", "hnsw", "exact"], default="default",
-        help="k-NN for clustering: the default policy, HNSW neighbours always, or exact",
-    )
-    parser.add_argument(
-        "--tag", default="", help="suffix of the results files (consolidation_speed_TAG.md)"
-    )
     args = parser.parse_args()
     rows: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             print(f"n = {n}: filling and running one cycle ...", flush=True)
-            rows[n] = measure(n, Path(tmp), args.knn)
+            rows[n] = measure(n, Path(tmp))
             r = rows[n]
             print(
                 f"  {r['seconds']:.2f} s  flagged {r['flagged']}  clusters {r['committed']}"
@@ -190,21 +178,20 @@ def main() -> None:
         fit = float(np.polyfit(np.log(ns), np.log([rows[n]["seconds"] for n in ns]), 1)[0])
         print(f"fitted exponent over all sizes: {fit:.2f}")
     meta = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(),
         "vectors": f"synthetic, {DIM}-d, precomputed (no model time)",
         "synthesizer": "extractive (no LLM)",
         "store": "SQLite file + embedded Chroma",
-        "knn": args.knn,
+        "knn": "default",
         # a shared machine: the load says how much the times are inflated
         "load_average_at_end": [round(x, 1) for x in os.getloadavg()],
     }
     out = {"meta": meta, "rows": {str(k): v for k, v in rows.items()}, "growth": growth,
            "fitted_exponent": fit}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = f"_{args.tag}" if args.tag else ""
-    (RESULTS / f"consolidation_speed{stem}.json").write_text(json.dumps(out, indent=2) + "\n")
+    (RESULTS / "consolidation_speed.json").write_text(json.dumps(out, indent=2) + "\n")
     lines = [
         "# Consolidation speed (one REM cycle, extractive synthesizer)",
         "",
@@ -243,8 +230,8 @@ def main() -> None:
     if 10000 in rows:
         verdict = "met" if rows[10000]["seconds"] <= 60 else "NOT met"
         lines.append(f"- target 10k in at most 60 s: {verdict} ({rows[10000]['seconds']:.1f} s)")
-    (RESULTS / f"consolidation_speed{stem}.md").write_text("\n".join(lines) + "\n")
-    print(f"saved {RESULTS / f'consolidation_speed{stem}.md'}")
+    (RESULTS / "consolidation_speed.md").write_text("\n".join(lines) + "\n")
+    print(f"saved {RESULTS / 'consolidation_speed.md'}")
 
 
 if __name__ == "__main__":

@@ -297,8 +297,8 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         "filters the unfiltered top max(5k, 50) itself and falls back to Chroma's `where` "
         "only when too few of those match; the last latency column is Chroma's own "
         "`where` for the 90 % filter, for comparison. Build is the upsert of all items "
-        "plus the first query. The machine was shared with other jobs (load average "
-        f"{m['loadavg']} at the start): the same setting's latencies moved by up to 2x "
+        "plus the first query. Load average "
+        f"{m['loadavg']} at the start: the same setting's latencies moved by up to 2x "
         "between runs, and HNSW builds are multi-threaded, so recall moves by about "
         "+-0.0002 between builds. Read differences smaller than that as noise.",
     ]
@@ -326,7 +326,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--source", choices=["coco", "locomo"], default="coco")
     ap.add_argument("--server", action="store_true", help="also time the default on a server")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "hnsw")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results",
+                    help="directory of hnsw.md and hnsw.json")
     ap.add_argument("--choice", default="", help="the 'Choice' paragraph of the markdown")
     ap.add_argument("--choice-file", type=Path, help="read the 'Choice' paragraph from a file")
     ap.add_argument(
@@ -335,14 +336,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="re-write the markdown from the existing JSON (e.g. with a new --choice-file)",
     )
     args = ap.parse_args(argv)
+    stem = args.out / "hnsw"
     if args.render_only:
-        result = json.loads(args.out.with_suffix(".json").read_text())
+        result = json.loads(stem.with_suffix(".json").read_text())
         if args.choice_file or args.choice:
             result["choice"] = (
                 args.choice_file.read_text().strip() if args.choice_file else args.choice
             )
-            args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-        write_markdown(args.out.with_suffix(".md"), result)
+            stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+        write_markdown(stem.with_suffix(".md"), result)
         return
     raw_argv = list(sys.argv[1:] if argv is None else argv)
     shown = []
@@ -449,10 +451,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "server": server_row,
         "choice": choice,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    write_markdown(args.out.with_suffix(".md"), result)
-    print(f"wrote {args.out.with_suffix('.md')} and .json")
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    write_markdown(stem.with_suffix(".md"), result)
+    print(f"wrote {stem.with_suffix('.md')} and .json")
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ def main() -> None:
             "n_log_n": math.log(b["n"] * math.log(b["n"]) / (a["n"] * math.log(a["n"]))) / lr,
         })
     meta = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "load_average": os.getloadavg(),
     }

@@ -20,12 +20,12 @@ the Chroma server all compete for them, so the throughput scaling measured here 
 floor of what a real deployment (Redis and Chroma on their own hosts) would see.
 
 Run: python benchmarks/latency_tiers.py [--sizes 10000 100000] [--queries 200]
-     [--workers 1 2 4] [--throughput-ops 1200] [--index-modes outbox behind inline]
+     [--workers 1 2 4] [--throughput-ops 2400] [--repeat 5] [--index-modes outbox behind]
      [--build-budget 1800]
-Throughput only, into its own files (latency_tiers.md keeps the recall tables), repeated
-runs with medians (the machine is shared, single runs of the ratio vary by +-0.3x):
-     python benchmarks/latency_tiers.py --sizes --tiers shared --index-modes outbox behind \
-         --throughput-ops 2400 --repeat 5 --name latency_tiers_outbox
+Writes latency_tiers.{md,json}: the recall tables, then the throughput table. Throughput is
+repeated (--repeat) with medians because single runs of the 4-vs-1 ratio vary by about
++-0.3x on a shared machine; `--sizes` with no value measures throughput alone, `--workers`
+with no value recall alone.
 """
 
 from __future__ import annotations
@@ -579,8 +579,8 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
             f"Machine: {meta['machine']}; redis-server {meta['redis_version']}, chromadb "
             f"{meta['chromadb']}; 1-minute load average "
             f"{meta['load_average_1m_before_after'][0]:.1f} before, "
-            f"{meta['load_average_1m_before_after'][1]:.1f} after (other jobs share the "
-            "machine). Both servers run on this same machine, on loopback. Embedding time "
+            f"{meta['load_average_1m_before_after'][1]:.1f} after. Both servers run on this "
+            "same machine, on loopback. Embedding time "
             "excluded: every vector (all-MiniLM-L6-v2 over COCO captions) is computed "
             "before the timed sections.",
             "",
@@ -592,8 +592,8 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
         "",
         f"Machine: {meta['machine']}; redis-server {meta['redis_version']}, chromadb "
         f"{meta['chromadb']}; 1-minute load average {meta['load_average_1m_before_after'][0]:.1f}"
-        f" before, {meta['load_average_1m_before_after'][1]:.1f} after (other jobs share the "
-        "machine). Both servers run on this same machine, on loopback. "
+        f" before, {meta['load_average_1m_before_after'][1]:.1f} after. Both servers run on "
+        "this same machine, on loopback. "
         f"{meta['queries']} recall queries per size (k=10, reinforcing: each recall also "
         "writes its access counts). Embedding time excluded and identical across tiers: "
         f"every vector (all-MiniLM-L6-v2 over {meta['real_captions']:,} COCO captions; beyond "
@@ -759,11 +759,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--sizes", nargs="*", type=int, default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workers", nargs="*", type=int, default=[1, 2, 4])
-    ap.add_argument("--throughput-ops", type=int, default=800)
+    ap.add_argument("--throughput-ops", type=int, default=2400)
     ap.add_argument("--prefill", type=int, default=0,
                     help="throughput: memories bulk-loaded into each row's namespace first "
                          "(default 0: the workers start from an empty namespace)")
-    ap.add_argument("--repeat", type=int, default=1,
+    ap.add_argument("--repeat", type=int, default=5,
                     help="throughput runs over every worker count, the order reversed every "
                          "other run; the report adds each count's median and every run's "
                          "ratio")
@@ -783,7 +783,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--vector-cache", type=Path,
                     default=Path(tempfile.gettempdir()) / "reverie-bench-vectors.npz")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    ap.add_argument("--name", default="latency_tiers")
     args = ap.parse_args(argv)
     import chromadb
 
@@ -798,7 +797,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     tput: list[dict[str, Any]] = []
     meta: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, CPU only, {platform.python_version()}",
         "queries": args.queries,
         "redis_version": _redis_version(),
@@ -817,11 +816,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 ratio = r["recall_p50_ms"] / emb[r["target_memories"]]["recall_p50_ms"]
                 r["recall_p50_vs_embedded"] = ratio
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"{args.name}.json").write_text(
+        (args.out / "latency_tiers.json").write_text(
             json.dumps({"meta": meta, "rows": rows, "throughput": tput}, indent=2)
         )
         text = render(rows, tput, meta)
-        (args.out / f"{args.name}.md").write_text(text)
+        (args.out / "latency_tiers.md").write_text(text)
         return text
 
     with tempfile.TemporaryDirectory(prefix="reverie-tiers-") as tmpdir:

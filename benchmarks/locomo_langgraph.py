@@ -12,12 +12,13 @@ and the adapter overhead: on the same namespace and questions, interleaved, the 
 no reinforcement, query embeddings cached so only the adapter and recall are timed;
 each call repeated 3 times in rotating order and the fastest kept, since the machine is
 shared and a single timing is mostly other jobs' noise).
-Run: python benchmarks/locomo.py --framework langgraph [--conversations N]
-Writes benchmarks/results/locomo_langgraph.{md,json}.
+Run: python benchmarks/locomo_langgraph.py [--conversations N] [--out benchmarks/results]
+Writes locomo_langgraph.{md,json}.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -30,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MemoEmbedder
-from locomo import DATA, KS, Scores, load
+from locomo_data import DATA, KS, ROOT, Scores, load
 
 REPEATS = 3  # timed calls per question and path; the minimum is kept
 
@@ -138,7 +139,7 @@ def run_langgraph(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
         "turns": sum(len(t) for _, t, _ in convs),
         "tables": {s: sc.table() for s, sc in scores.items()},
         "overhead": overhead,
-        "machine": "2 cores, CPU only (shared with other jobs while measured)",
+        "machine": "2 cores, CPU only",
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -180,3 +181,15 @@ def render(r: dict[str, Any]) -> str:
             f"{100 * o['overhead_vs_engine_p50']:+.1f}% |"
         )
     return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--conversations", type=int, default=None)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = ap.parse_args(argv)
+    run_langgraph(args.conversations, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MemoEmbedder
-from locomo import DATA, KS, ROOT, Scores, load
+from locomo_data import DATA, KS, ROOT, Scores, load
 
 from reverie.core.policy import DEFAULT_POLICY
 
@@ -232,7 +232,7 @@ def run(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
             "block_own_work_vs_engine_median": med["block adapter work"] / med["engine.arecall"],
         },
         "identical_rankings": {k: v / questions_total for k, v in same_as_engine.items()},
-        "machine": "2 cores shared with other jobs, CPU only",
+        "machine": "2 cores, CPU only",
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -359,7 +359,7 @@ def main() -> None:
         "stale_rate_zero": mt["eval"]["stale_answer_rate"] == 0.0,
     }
     meta = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(),
         "embedder": embedder.name,
