@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from . import capabilities, vector_sync
 from .admin import Admin, RepairReport
@@ -64,9 +64,33 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 # the vector index's metadata for a memory; public as `vector_sync.vector_meta`
 _vector_meta = vector_sync.vector_meta
+
+
+class _Shared(Generic[T]):
+    """An engine attribute that is its context's field of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, engine: None, owner: type) -> _Shared[T]: ...
+
+    @overload
+    def __get__(self, engine: MemoryEngine, owner: type | None = None) -> T: ...
+
+    def __get__(
+        self, engine: MemoryEngine | None, owner: type | None = None
+    ) -> T | _Shared[T]:
+        if engine is None:  # on the class: the descriptor itself
+            return self
+        return cast(T, getattr(engine._ctx, self.name))
+
+    def __set__(self, engine: MemoryEngine, value: T) -> None:
+        engine._replace(**{self.name: value})
 
 
 def _to_thread(fn: Callable[P, R]) -> Callable[P, Any]:
@@ -143,79 +167,22 @@ class MemoryEngine:
         self._maintenance = Maintenance(ctx)
         self._admin = Admin(ctx)
 
-    # ------------------------------------------------------------------ the parts' state
-    # Each is the context's; replacing one (a test swaps the embedder, a benchmark the
-    # policy) builds a new context and new parts around it.
+    # The ports, policy and clock are the context's (`_Shared` below); replacing one (a
+    # test swaps the embedder, a benchmark the policy) builds a new context and new parts.
+    store: _Shared[RecordStore] = _Shared()
+    lexical: _Shared[LexicalIndex] = _Shared()
+    vectors: _Shared[VectorIndex] = _Shared()
+    embedder: _Shared[Embedder] = _Shared()
+    policy: _Shared[Policy] = _Shared()
+    clock: _Shared[Clock] = _Shared()
+    default_namespace: _Shared[str] = _Shared()
+    token_counter: _Shared[TokenCounter | None] = _Shared()
 
     def _replace(self, **changes: Any) -> None:
         ctx = replace(self._ctx, **changes)
         if "store" in changes or "vectors" in changes:
             ctx = replace(ctx, caps=capabilities.resolve(ctx.store, ctx.vectors))
         self._wire(ctx)
-
-    @property
-    def store(self) -> RecordStore:
-        return self._ctx.store
-
-    @store.setter
-    def store(self, store: RecordStore) -> None:
-        self._replace(store=store)
-
-    @property
-    def lexical(self) -> LexicalIndex:
-        return self._ctx.lexical
-
-    @lexical.setter
-    def lexical(self, lexical: LexicalIndex) -> None:
-        self._replace(lexical=lexical)
-
-    @property
-    def vectors(self) -> VectorIndex:
-        return self._ctx.vectors
-
-    @vectors.setter
-    def vectors(self, vectors: VectorIndex) -> None:
-        self._replace(vectors=vectors)
-
-    @property
-    def embedder(self) -> Embedder:
-        return self._ctx.embedder
-
-    @embedder.setter
-    def embedder(self, embedder: Embedder) -> None:
-        self._replace(embedder=embedder)
-
-    @property
-    def policy(self) -> Policy:
-        return self._ctx.policy
-
-    @policy.setter
-    def policy(self, policy: Policy) -> None:
-        self._replace(policy=policy)
-
-    @property
-    def clock(self) -> Clock:
-        return self._ctx.clock
-
-    @clock.setter
-    def clock(self, clock: Clock) -> None:
-        self._replace(clock=clock)
-
-    @property
-    def default_namespace(self) -> str:
-        return self._ctx.default_namespace
-
-    @default_namespace.setter
-    def default_namespace(self, namespace: str) -> None:
-        self._replace(default_namespace=validate_namespace(namespace))
-
-    @property
-    def token_counter(self) -> TokenCounter | None:
-        return self._ctx.token_counter
-
-    @token_counter.setter
-    def token_counter(self, counter: TokenCounter | None) -> None:
-        self._replace(token_counter=counter)
 
     # the background workers' callbacks: they read the engine's context as it is now
     def _touch(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
