@@ -45,7 +45,7 @@ _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|"
     r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
-_DATE = re.compile(
+DATE_PATTERN = re.compile(
     rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?|"
     rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
     rf"(?:19|20)\d{{2}}\b|(?:last|next|this)\s+(?:week|month|year|weekend)|"
@@ -85,7 +85,7 @@ def extract_entities(text: str) -> frozenset[str]:
 
 
 def has_date(text: str) -> bool:
-    return _DATE.search(text) is not None
+    return DATE_PATTERN.search(text) is not None
 
 
 def has_number(text: str) -> bool:
