@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from . import capabilities, vector_sync
 from .admin import Admin, RepairReport
@@ -73,6 +73,10 @@ _vector_meta = vector_sync.vector_meta
 class _Shared(Generic[T]):
     """An engine attribute that is its context's field of the same name."""
 
+    def __init__(self, read: Callable[[EngineContext], T]) -> None:
+        self.read = read
+        self.name = ""
+
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
@@ -87,7 +91,7 @@ class _Shared(Generic[T]):
     ) -> T | _Shared[T]:
         if engine is None:  # on the class: the descriptor itself
             return self
-        return cast(T, getattr(engine._ctx, self.name))
+        return self.read(engine._ctx)
 
     def __set__(self, engine: MemoryEngine, value: T) -> None:
         engine._replace(**{self.name: value})
@@ -169,14 +173,14 @@ class MemoryEngine:
 
     # The ports, policy and clock are the context's (`_Shared` below); replacing one (a
     # test swaps the embedder, a benchmark the policy) builds a new context and new parts.
-    store: _Shared[RecordStore] = _Shared()
-    lexical: _Shared[LexicalIndex] = _Shared()
-    vectors: _Shared[VectorIndex] = _Shared()
-    embedder: _Shared[Embedder] = _Shared()
-    policy: _Shared[Policy] = _Shared()
-    clock: _Shared[Clock] = _Shared()
-    default_namespace: _Shared[str] = _Shared()
-    token_counter: _Shared[TokenCounter | None] = _Shared()
+    store = _Shared[RecordStore](lambda ctx: ctx.store)
+    lexical = _Shared[LexicalIndex](lambda ctx: ctx.lexical)
+    vectors = _Shared[VectorIndex](lambda ctx: ctx.vectors)
+    embedder = _Shared[Embedder](lambda ctx: ctx.embedder)
+    policy = _Shared[Policy](lambda ctx: ctx.policy)
+    clock = _Shared[Clock](lambda ctx: ctx.clock)
+    default_namespace = _Shared[str](lambda ctx: ctx.default_namespace)
+    token_counter = _Shared[TokenCounter | None](lambda ctx: ctx.token_counter)
 
     def _replace(self, **changes: Any) -> None:
         ctx = replace(self._ctx, **changes)
