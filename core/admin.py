@@ -1,5 +1,8 @@
-"""Administration: reading a namespace whole (stats, listing, get, history), moving it out
-and back in (export, import), and rebuilding the derived vector index (repair)."""
+"""Administration: inspecting a namespace, export and import, repairing the vector index.
+
+Reading a namespace whole (get, history, stats, listing), moving it out and back in
+(export, import), and rebuilding the derived vector index from the records (repair).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""What every clustering strategy shares: the input, the k-NN (exact, or among given
-candidates), medoids, union-find, and the canonical order that makes a strategy's
-answer independent of the order of its input.
+"""What every clustering strategy shares: the input, k-NN, medoids, union-find, canonical order.
+
+The k-NN is exact or searched among given candidates; the canonical order makes a
+strategy's answer independent of the order of its input.
 
 The k-NN is exact by default: blocked matrix products (n^2 d flops, fast in BLAS),
 keeping only the neighbours above the strategy's similarity bar. A caller that already

@@ -1,5 +1,6 @@
-"""The state the engine's parts share: the ports, the policy, the clock, the resolved
-capabilities and the background workers, in one explicit object.
+"""The state the engine's parts share, in one explicit object.
+
+The ports, the policy, the clock, the resolved capabilities and the background workers.
 
 `MemoryEngine` builds one `EngineContext` and hands it to each part (the write path,
 recall, maintenance, administration); no part reaches into another's privates. The

@@ -1,5 +1,6 @@
-"""Maintenance wiring: the REM cycle, its triggers, the sweep, GC and forget, each handed
-its dependencies explicitly from the engine's context.
+"""Maintenance wiring: the REM cycle, triggers, sweep, GC and forget, given explicit deps.
+
+Each operation gets its dependencies explicitly from the engine's context.
 
 The algorithms live elsewhere (core/consolidation.py, core/triggers.py,
 core/eviction.py, core/deletion.py) and take plain values and callables; this module

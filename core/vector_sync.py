@@ -1,5 +1,4 @@
-"""Keeping the derived vector index, and the embeddings kept beside the records, in step
-with the records.
+"""Keeping the derived vector index (and the kept embeddings) in step with the records.
 
 Write order is record first, vectors second: the record store is the truth and the
 vector index is derived, so a crash between the two leaves a record that `repair()`
