@@ -33,15 +33,13 @@ Strategies:
   `cluster_recomb_cut`, or whose merge would exceed the cap, never merge. Candidates
   come from a k-NN graph and a heap, so the cost is about n k log n after the k-NN.
 
-The k-NN is exact by default: blocked matrix products (n^2 d flops, fast in BLAS), keeping only the
-neighbours above the strategy's similarity bar. That is the n^2 part: on this 2-core machine
-under load, union-find took 0.15 s / 6.5 s / 165 s at 1k / 10k / 50k points, HDBSCAN 76 s at
-10k (benchmarks/results/clustering.md, where the defaults' quality numbers are too).
-A caller that already has an approximate neighbour graph (the vector index's HNSW, see
-`VectorIndex.neighbors` in core/ports.py) passes it as `ClusterInput.neighbors`; union-find
-and recombination then search only those candidates, about n k dot products instead of n^2.
-Through Chroma that path grows ~n^1.04 but costs ~5 ms a query here, so the cycle uses it
-only above `policy.cluster_index_knn_min` flagged memories (benchmarks/results/knn_speed.md).
+The input, the k-NN and the other shared pieces are in core/cluster_base.py. The exact
+k-NN is the n^2 part of every strategy (benchmarks/results/clustering.md has the costs
+and the defaults' quality). A caller with an approximate neighbour graph (the vector
+index's HNSW) passes it as `ClusterInput.neighbors`, and union-find and recombination
+search only those candidates; a query to the index has a fixed cost, so the cycle does
+that only above `policy.cluster_index_knn_min` flagged memories
+(benchmarks/results/knn_speed.md).
 """
 
 from __future__ import annotations
@@ -50,270 +48,43 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from .cluster_base import (
+    Clusterer,
+    ClusterInput,
+    DisjointSet,
+    Groups,
+    candidate_knn,
+    canonical,
+    knn,
+    medoid,
+    nearest,
+    split_to_cap,
+    unit_rows,
+)
 from .errors import InvalidInput
 from .policy import Policy
 
-Groups = list[list[int]]
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "STRATEGIES",
+    "ClusterInput",
+    "Clusterer",
+    "Groups",
+    "HdbscanClusterer",
+    "Merge",
+    "RecombinationClusterer",
+    "UnionFindClusterer",
+    "candidate_knn",
+    "knn",
+    "make_clusterer",
+    "recombination_history",
+]
 
-# Rows of the similarity matrix computed at once; bounds memory (block x n float32), not results.
-_KNN_BLOCK_ROWS = 1024
-# Candidate pairs scored at once (rows gathered per block; 2k measured ~7x faster than 64k).
-_PAIR_BLOCK = 2048
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterInput:
-    """The memories to cluster; row i of every field describes memory i."""
-
-    ids: Sequence[str]
-    vectors: npt.NDArray[np.float32]  # n x d, unit-normalised
-    importance: npt.NDArray[np.float64]  # n values in [0, 1]
-    entities: Sequence[frozenset[str]]
-    # Optional candidate neighbours, row i: indices (into this input) of memories near i,
-    # e.g. an approximate k-NN from the vector index (HNSW, ~log n per query) instead of
-    # the exact n^2 one. Only the candidates are taken from here: similarities are
-    # recomputed from `vectors`, so both paths threshold on the same numbers, and the
-    # result equals the exact path's whenever each row holds its exact k-NN.
-    neighbors: Sequence[Sequence[int]] | None = None
-
-    def __post_init__(self) -> None:
-        n = len(self.ids)
-        if len(set(self.ids)) != n:
-            raise InvalidInput("ClusterInput ids must be unique (they define the canonical order)")
-        vec = np.asarray(self.vectors)
-        if vec.ndim != 2 or vec.shape[0] != n:
-            raise InvalidInput(f"vectors must be an array of {n} rows, got shape {vec.shape}")
-        if not np.all(np.isfinite(vec)):
-            raise InvalidInput("vectors contain NaN or inf")
-        imp = np.asarray(self.importance, dtype=np.float64)
-        if imp.shape != (n,):
-            raise InvalidInput(f"importance must hold {n} values, got shape {imp.shape}")
-        if not np.all(np.isfinite(imp)) or np.any(imp < 0.0) or np.any(imp > 1.0):
-            raise InvalidInput("importance values must be finite and within [0, 1]")
-        if len(self.entities) != n:
-            raise InvalidInput(f"entities must hold {n} sets, got {len(self.entities)}")
-        if self.neighbors is not None:
-            if len(self.neighbors) != n:
-                raise InvalidInput(f"neighbors must hold {n} rows, got {len(self.neighbors)}")
-            flat = _flat(self.neighbors)
-            if flat is None or (flat.size and (int(flat.min()) < 0 or int(flat.max()) >= n)):
-                raise InvalidInput(f"neighbors must hold row indices in [0, {n}) only")
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-
-def _flat(rows: Sequence[Sequence[int]]) -> npt.NDArray[np.int64] | None:
-    """All entries of `rows` in one int64 array; None if any is not an integer (bools
-    included: True is not row 1)."""
-    flat = [j for row in rows for j in row]
-    kinds = set(map(type, flat))
-    if bool in kinds or np.bool_ in kinds:
-        return None
-    arr = np.asarray(flat) if flat else np.zeros(0, dtype=np.int64)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        return None
-    return arr.astype(np.int64, copy=False)
-
-
-class Clusterer(Protocol):
-    name: str
-
-    def __call__(self, items: ClusterInput, policy: Policy) -> Groups: ...
-
-
-# --------------------------------------------------------------------------- shared pieces
-
-
-def _unit(vectors: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
-    """Rows rescaled to unit length: the contract says unit vectors, this forgives drift."""
-    v = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    norms[norms == 0.0] = 1.0
-    return np.ascontiguousarray(v / norms, dtype=np.float32)
-
-
-def knn(
-    vectors: npt.NDArray[np.float32], k: int, min_sim: float | None = None
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """Exact k nearest neighbours by cosine (rows are unit): indices and similarities, n x k',
-    k' = min(k, n - 1), each row best first, ties broken by the lower index.
-
-    With `min_sim`, only neighbours at least that similar are returned (the rest of a row
-    is padded with index -1, similarity -inf): the strategies never use a weaker link, and
-    a threshold pass over the similarity block is several times cheaper than a partition."""
-    n = vectors.shape[0]
-    kk = max(min(k, n - 1), 0)
-    idx = np.full((n, kk), -1, dtype=np.int64)
-    sim = np.full((n, kk), -np.inf, dtype=np.float32)
-    if kk == 0:
-        return idx, sim
-    for start in range(0, n, _KNN_BLOCK_ROWS):
-        stop = min(start + _KNN_BLOCK_ROWS, n)
-        s = vectors[start:stop] @ vectors.T
-        rows = np.arange(stop - start)
-        s[rows, rows + start] = -np.inf  # a memory is not its own neighbour
-        if min_sim is None:
-            part = np.argpartition(s, n - kk, axis=1)[:, n - kk :]
-            psim = np.take_along_axis(s, part, axis=1)
-            order = np.lexsort((part, -psim), axis=1)  # best first, then lower index
-            idx[start:stop] = np.take_along_axis(part, order, axis=1)
-            sim[start:stop] = np.take_along_axis(psim, order, axis=1)
-            continue
-        r, c = np.nonzero(s >= min_sim)
-        v = s[r, c]
-        order = np.lexsort((c, -v, r))  # by row, best first, then lower index
-        r, c, v = r[order], c[order], v[order]
-        first = np.searchsorted(r, r, side="left")
-        rank = np.arange(r.size) - first
-        keep = rank < kk
-        idx[start + r[keep], rank[keep]] = c[keep]
-        sim[start + r[keep], rank[keep]] = v[keep]
-    return idx, sim
-
-
-def _candidate_knn(
-    vectors: npt.NDArray[np.float32],
-    candidates: Sequence[Sequence[int]],
-    k: int,
-    min_sim: float | None = None,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """`knn`'s answer, but searched only among each row's candidates (same shape, order,
-    tie-break and padding). With each row's exact k-NN among its candidates, the answer
-    is exactly `knn`'s; the cost is one dot product per candidate, not per pair."""
-    n = vectors.shape[0]
-    kk = max(min(k, n - 1), 0)
-    idx = np.full((n, kk), -1, dtype=np.int64)
-    sim = np.full((n, kk), -np.inf, dtype=np.float32)
-    lengths = np.fromiter((len(row) for row in candidates), dtype=np.int64, count=n)
-    c_all = _flat(candidates)
-    if kk == 0 or c_all is None or c_all.size == 0:
-        return idx, sim
-    r = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    c = c_all
-    keep = r != c  # a memory is not its own neighbour
-    r, c = r[keep], c[keep]
-    v = np.empty(r.size, dtype=np.float32)
-    for start in range(0, r.size, _PAIR_BLOCK):  # small blocks: the gathered rows stay in cache
-        stop = min(start + _PAIR_BLOCK, r.size)
-        v[start:stop] = np.einsum("ij,ij->i", vectors[r[start:stop]], vectors[c[start:stop]])
-    if min_sim is not None:
-        keep = v >= min_sim
-        r, c, v = r[keep], c[keep], v[keep]
-    order = np.lexsort((c, -v, r))  # by row, best first, then lower index
-    r, c, v = r[order], c[order], v[order]
-    once = np.ones(r.size, dtype=bool)  # a candidate listed twice is adjacent to itself now
-    once[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
-    r, c, v = r[once], c[once], v[once]
-    first = np.searchsorted(r, r, side="left")
-    rank = np.arange(r.size) - first
-    keep = rank < kk
-    idx[r[keep], rank[keep]] = c[keep]
-    sim[r[keep], rank[keep]] = v[keep]
-    return idx, sim
-
-
-def _neighbours(
-    items: ClusterInput,
-    vectors: npt.NDArray[np.float32],
-    k: int,
-    min_sim: float | None = None,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """The k-NN the strategies link on: among the given candidates when the input has
-    them, else exact."""
-    if items.neighbors is None:
-        return knn(vectors, k, min_sim=min_sim)
-    return _candidate_knn(vectors, items.neighbors, k, min_sim=min_sim)
-
-
-def _medoid(vectors: npt.NDArray[np.float32], members: Sequence[int]) -> int:
-    """The member most similar, in sum, to the others (lowest index on a tie)."""
-    m = np.asarray(members, dtype=np.int64)
-    sub = vectors[m]
-    scores = (sub @ sub.T).sum(axis=1)
-    return int(m[int(np.argmax(scores))])
-
-
-def _split_to_cap(vectors: npt.NDArray[np.float32], members: Sequence[int], cap: int) -> Groups:
-    """Cut an oversized group: the medoid and its cap-1 most similar members, then the rest."""
-    out: Groups = []
-    rest = sorted(members)
-    while len(rest) > cap:
-        med = _medoid(vectors, rest)
-        r = np.asarray(rest, dtype=np.int64)
-        sims = vectors[r] @ vectors[med]
-        order = np.lexsort((r, -sims))  # most similar first, lower index on ties
-        take = sorted(int(x) for x in r[order[:cap]])
-        out.append(take)
-        taken = set(take)
-        rest = [x for x in rest if x not in taken]
-    if len(rest) >= 2:
-        out.append(rest)
-    return out
-
-
-class _DisjointSet:
-    """Union-Find with path compression and union by rank; tracks each root's size."""
-
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-        self.rank = [0] * n
-        self.size = [1] * n
-
-    def find(self, x: int) -> int:
-        root = x
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[x] != root:  # path compression
-            self.parent[x], x = root, self.parent[x]
-        return root
-
-    def union(self, a: int, b: int) -> int:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return ra
-        if self.rank[ra] < self.rank[rb]:
-            ra, rb = rb, ra
-        self.parent[rb] = ra
-        self.size[ra] += self.size[rb]
-        if self.rank[ra] == self.rank[rb]:
-            self.rank[ra] += 1
-        return ra
-
-
-def _canonical(
-    items: ClusterInput, policy: Policy, run: Callable[[ClusterInput, Policy], Groups]
-) -> Groups:
-    """Run `run` on the input sorted by id, then map the groups back to the caller's rows."""
-    n = len(items)
-    if n < 2:
-        return []
-    order = sorted(range(n), key=lambda i: items.ids[i])
-    perm = np.asarray(order, dtype=np.int64)
-    neighbors: list[list[int]] | None = None
-    if items.neighbors is not None:
-        inv = np.empty(n, dtype=np.int64)
-        inv[perm] = np.arange(n, dtype=np.int64)
-        lengths = [len(row) for row in items.neighbors]
-        flat = _flat(items.neighbors)
-        assert flat is not None  # checked by ClusterInput
-        rows = np.split(inv[flat], np.cumsum(lengths)[:-1]) if n else []
-        neighbors = [rows[i].tolist() for i in order]
-    canon = ClusterInput(
-        ids=[items.ids[i] for i in order],
-        vectors=_unit(np.asarray(items.vectors)[perm]),
-        importance=np.asarray(items.importance, dtype=np.float64)[perm],
-        entities=[frozenset(items.entities[i]) for i in order],
-        neighbors=neighbors,
-    )
-    groups = run(canon, policy)
-    mapped = [sorted(order[i] for i in g) for g in groups if len(g) >= 2]
-    return sorted(mapped, key=lambda g: g[0])
+_candidate_knn = candidate_knn  # the name benchmarks/knn_speed.py imports
 
 
 # --------------------------------------------------------------------------- union-find
@@ -322,7 +93,7 @@ def _canonical(
 def _link_edges(items: ClusterInput, policy: Policy) -> list[tuple[float, int, int]]:
     """k-NN links that count: similarity >= theta, or a shared entity and >= entity theta."""
     bar = min(policy.cluster_theta, policy.cluster_entity_theta)
-    idx, sim = _neighbours(items, items.vectors, policy.cluster_knn, min_sim=bar)
+    idx, sim = nearest(items, items.vectors, policy.cluster_knn, min_sim=bar)
     edges: dict[tuple[int, int], float] = {}
     for i in range(idx.shape[0]):
         ent_i = items.entities[i]
@@ -341,7 +112,7 @@ def _link_edges(items: ClusterInput, policy: Policy) -> list[tuple[float, int, i
 def _components(n_members: Sequence[int], edges: Sequence[tuple[float, int, int]]) -> Groups:
     """Connected components of `n_members` under the edges that stay inside it."""
     pos = {m: k for k, m in enumerate(n_members)}
-    ds = _DisjointSet(len(n_members))
+    ds = DisjointSet(len(n_members))
     for _, a, b in edges:
         if a in pos and b in pos:
             ds.union(pos[a], pos[b])
@@ -360,7 +131,7 @@ def _guard(
     """Keep the members close to the medoid; regroup the rest by their own links."""
     if len(group) < 2:
         return []
-    med = _medoid(vectors, group)
+    med = medoid(vectors, group)
     g = np.asarray(group, dtype=np.int64)
     close = (vectors[g] @ vectors[med]) >= medoid_theta
     if bool(np.all(close)):
@@ -378,7 +149,7 @@ def _guard(
 def _union_find(items: ClusterInput, policy: Policy) -> Groups:
     n = len(items)
     edges = _link_edges(items, policy)
-    ds = _DisjointSet(n)
+    ds = DisjointSet(n)
     cap = policy.cluster_max_size
     for _, a, b in edges:  # strongest links first; a join past the cap is refused
         ra, rb = ds.find(a), ds.find(b)
@@ -402,7 +173,7 @@ class UnionFindClusterer:
     name = "union-find"
 
     def __call__(self, items: ClusterInput, policy: Policy) -> Groups:
-        return _canonical(items, policy, _union_find)
+        return canonical(items, policy, _union_find)
 
 
 # --------------------------------------------------------------------------- HDBSCAN
@@ -442,7 +213,7 @@ def _hdbscan(items: ClusterInput, policy: Policy) -> Groups:
             clusters.setdefault(int(lab), []).append(i)
     out: Groups = []
     for members in clusters.values():
-        out.extend(_split_to_cap(items.vectors, members, policy.cluster_max_size))
+        out.extend(split_to_cap(items.vectors, members, policy.cluster_max_size))
     return out
 
 
@@ -450,7 +221,7 @@ class HdbscanClusterer:
     name = "hdbscan"
 
     def __call__(self, items: ClusterInput, policy: Policy) -> Groups:
-        return _canonical(items, policy, _hdbscan)
+        return canonical(items, policy, _hdbscan)
 
 
 # --------------------------------------------------------------------------- recombination
@@ -473,7 +244,7 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
     n = len(items)
     if n < 2:
         return [], []
-    vecs = _unit(np.asarray(items.vectors))
+    vecs = unit_rows(np.asarray(items.vectors))
     p2 = 2.0 * policy.cluster_recomb_p
     log_r2 = 2.0 * math.log(policy.cluster_recomb_radius)
     max_dist = policy.cluster_recomb_cut
@@ -486,7 +257,7 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
     weight: dict[int, float] = {i: float(w0[i]) for i in range(n)}
     members: dict[int, list[int]] = {i: [i] for i in range(n)}
     adj: dict[int, set[int]] = {i: set() for i in range(n)}
-    idx, sim = _neighbours(items, vecs, policy.cluster_knn, min_sim=1.0 - max_dist)
+    idx, sim = nearest(items, vecs, policy.cluster_knn, min_sim=1.0 - max_dist)
     for i in range(n):
         for j_raw, s in zip(idx[i], sim[i], strict=True):
             j = int(j_raw)
@@ -565,7 +336,7 @@ class RecombinationClusterer:
     name = "recombination"
 
     def __call__(self, items: ClusterInput, policy: Policy) -> Groups:
-        return _canonical(items, policy, _recombination)
+        return canonical(items, policy, _recombination)
 
 
 # --------------------------------------------------------------------------- factory

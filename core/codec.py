@@ -182,8 +182,8 @@ def stored_memory(d: Mapping[str, Any]) -> Memory:
     return m
 
 
-# Records a store keeps decoded by default: about 2.2 KB each with the record text (22 MB
-# for 10,000, measured on COCO-caption memories), enough for a 10k-memory agent's hot set.
+# Records a store keeps decoded by default: a few KB each with the record text, so tens of
+# MB for 10,000, enough for a 10k-memory agent's hot set.
 DECODED_RECORDS = 10_000
 
 

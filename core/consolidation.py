@@ -1,27 +1,21 @@
 """The REM cycle: flag weak memories, cluster them, synthesize each cluster into one node,
 and commit each cluster so that a crash at any point, or a second run, converges.
 
-Crash safety rests on three things:
-- Every cluster's commit is journaled under a fingerprint of its member ids, and the
-  synthesis node's id is derived from that fingerprint, so a rerun cannot create a
-  second node for the same members.
-- Each step (insert the node, move the edges, mark the members) is one `WriteBatch`,
-  all-or-nothing, and idempotent: a step re-run after it already happened changes nothing.
-- Before committing, the whole plan (members and validated payloads) is journaled. A
-  rerun first rolls any unfinished plan forward with the payloads it holds, so it
-  reaches the state the interrupted run would have reached, without asking the LLM again
-  and without re-flagging memories whose degree the half-done commit changed.
+Crash safety rests on three things. Two are each cluster's commit (core/commit.py):
+it is journaled under a fingerprint of its member ids that also names the synthesis
+node, and each of its steps is one idempotent, all-or-nothing `WriteBatch`. The third
+is here: before committing, the whole plan (members and validated payloads) is
+journaled. A rerun first rolls any unfinished plan forward with the payloads it holds,
+so it reaches the state the interrupted run would have reached, without asking the LLM
+again and without re-flagging memories whose degree the half-done commit changed.
 Records come first and vectors second, like the engine's write path: a crash between
 the two leaves records that the plan's roll-forward (or `repair()`) indexes.
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,10 +24,20 @@ from typing import Any
 import numpy as np
 
 from .clock import utc
-from .errors import ConflictError, InvalidInput, ReverieError, SynthesisFailed
-from .models import Edge, EdgeType, Kind, Memory, Status, Tier
+from .commit import (
+    ClusterStale,
+    KillHook,
+    build_node,
+    commit_cluster,
+    commit_group,
+    fingerprint,
+    inherited_edges,
+    synthesis_id,
+)
+from .errors import SynthesisFailed
+from .models import Memory, Status, Tier
 from .policy import Policy
-from .ports import RecordStore, Synthesizer, Vector, VectorIndex, WriteBatch
+from .ports import RecordStore, Synthesizer, Vector
 from .scoring import importance_score
 from .synthesis import (
     SYNTHESIS_SCHEMA,
@@ -43,28 +47,43 @@ from .synthesis import (
     retry_prompt,
     validate_payload,
 )
+from .triggers import RetrievalLog, Trigger, VectorsOf, check_triggers, due_triggers
 
-KillHook = Callable[[str], None]
+__all__ = [  # the cycle's own names, and those of its commit and triggers, importable here
+    "DEFAULT_STRATEGY",
+    "PLAN_KEY",
+    "ClusterOutcome",
+    "ClusterStale",
+    "ConsolidationReport",
+    "CycleDeps",
+    "GroupSynthesis",
+    "KillHook",
+    "NeighborsOf",
+    "RetrievalLog",
+    "Trigger",
+    "build_node",
+    "check_triggers",
+    "cluster_groups",
+    "commit_group",
+    "due_triggers",
+    "fingerprint",
+    "flag",
+    "flagged_neighbors",
+    "inherited_edges",
+    "run_cycle",
+    "synthesis_id",
+    "synthesize_all",
+    "synthesize_group",
+]
+
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
-VectorsOf = Callable[[Sequence[Memory]], Vector]
 IndexNodes = Callable[[Sequence[Memory], Sequence[Memory]], None]  # (new nodes, retired members)
 # (ids, k) -> each indexed id's k nearest indexed ids: the vector index's optional `neighbors`
 NeighborsOf = Callable[[Sequence[str], int], Mapping[str, Sequence[str]]]
 
 DEFAULT_STRATEGY = "union-find"  # core/clustering.DEFAULT_STRATEGY; imported lazily there
 PLAN_KEY = "rem-cycle-plan"  # the journal entry holding the cycle in progress
-_CAS_RETRIES = 50
 _DEGREE_CHUNK = 500
-
-
-def fingerprint(member_ids: Iterable[str]) -> str:
-    """The same members give the same fingerprint, in any order."""
-    joined = "\n".join(sorted(set(member_ids)))
-    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:32]
-
-
-def synthesis_id(fp: str) -> str:
-    return f"syn-{fp}"
 
 
 # ---------------------------------------------------------------------------- results
@@ -128,16 +147,6 @@ class ConsolidationReport:
     def compression_ratio(self) -> float:
         """Active nodes before / after (1.0 when nothing changed)."""
         return self.nodes_before / self.nodes_after if self.nodes_after else 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    """One reason maintenance is due: which signal fired, its value and the threshold."""
-
-    name: str
-    value: float
-    threshold: float
-    reason: str
 
 
 # ---------------------------------------------------------------------------- flag
@@ -304,204 +313,6 @@ def synthesize_all(
         return results
 
 
-# ---------------------------------------------------------------------------- commit
-
-
-class ClusterStale(ReverieError):
-    """A member changed (forgotten, superseded, consolidated) between planning and commit;
-    the cluster is skipped and its members are left as they are."""
-
-
-def _node_kind(members: Sequence[Memory]) -> Kind:
-    kinds = {m.kind for m in members}
-    return kinds.pop() if len(kinds) == 1 else Kind.SEMANTIC
-
-
-def build_node(
-    namespace: str,
-    members: Sequence[Memory],
-    payload: SynthesisPayload,
-    now: datetime,
-    synthesizer: str = "extractive",
-) -> Memory:
-    """The synthesis node: union of sources, highest member importance unless the
-    synthesis rates itself higher, a fresh clock, provenance in `derived_from`."""
-    fp = fingerprint(m.id for m in members)
-    return Memory(
-        id=synthesis_id(fp),
-        namespace=namespace,
-        kind=_node_kind(members),
-        tier=Tier.SYNTHESIS,
-        text=payload.synthesis,
-        created_at=now,
-        importance=max(max(m.importance for m in members), payload.importance),
-        confidence=max(m.confidence for m in members),
-        sources=frozenset().union(*(m.sources for m in members)),
-        derived_from=frozenset(m.id for m in members),
-        entities=frozenset().union(*(m.entities for m in members))
-        | {e.casefold() for e in payload.key_entities},
-        metadata={
-            "synthesis": {
-                "fingerprint": fp,
-                "synthesizer": synthesizer,
-                "causal_chains": list(payload.causal_chains),
-                "temporal_anchors": list(payload.temporal_anchors),
-                "key_entities": list(payload.key_entities),
-            }
-        },
-    )
-
-
-def _journal(
-    store: RecordStore, ns: str, fp: str, state: str, base: Mapping[str, Any], hook: KillHook
-) -> None:
-    store.journal_put(ns, fp, {**base, "state": state})
-    hook(f"journal:{state}")
-
-
-def commit_group(
-    store: RecordStore,
-    namespace: str,
-    members: Sequence[Memory],
-    payload: SynthesisPayload,
-    now: datetime,
-    policy: Policy,
-    kill_hook: KillHook | None = None,
-    *,
-    synthesizer: str = "extractive",
-) -> Memory:
-    """Insert the synthesis node, move the members' outside edges onto it, retire the
-    members: three journaled, idempotent, all-or-nothing steps. Safe to call again
-    after a crash at any point, or after it finished (it then changes nothing).
-    Raises `ClusterStale` (nothing written) if a member is no longer active."""
-    del policy  # every number this step needs is in the payload; kept for a stable signature
-    node, _retired = _commit_cluster(
-        store, namespace, [m.id for m in members], payload, now, kill_hook, synthesizer
-    )
-    return node
-
-
-def _commit_cluster(
-    store: RecordStore,
-    namespace: str,
-    member_ids: Iterable[str],
-    payload: SynthesisPayload,
-    now: datetime,
-    kill_hook: KillHook | None,
-    synthesizer: str,
-) -> tuple[Memory, list[Memory]]:
-    """`commit_group`, also returning the members as they now stand (for the vector
-    index). Every read here is by key and every write touches the cluster only, so a
-    cluster costs the same whatever the size of the store: the cycle runs this thousands
-    of times."""
-    hook: KillHook = kill_hook or (lambda _step: None)
-    ids = sorted(set(member_ids))
-    if len(ids) < 2:
-        raise InvalidInput("a cluster needs at least two distinct members")
-    fp = fingerprint(ids)
-    sid = synthesis_id(fp)
-    base = {"synthesis_id": sid, "members": ids}
-    entry = store.journal_get(namespace, fp)
-    state = None if entry is None else entry.get("state")
-    # the node and the members in one read (the node is only there on a rerun)
-    found = store.get_many(namespace, [*ids, sid])
-    node = found.pop(sid, None)
-    if state == "done" and node is not None:
-        return node, [found[i] for i in ids if i in found]
-    if state is None:
-        _journal(store, namespace, fp, "started", base, hook)
-
-    # 1. the node (with its provenance edges), unless a previous run inserted it
-    current: dict[str, Memory] | None = None
-    if node is None:
-        stale = [i for i in ids if i not in found or not found[i].is_active]
-        if stale:
-            raise ClusterStale(
-                f"cluster {fp}: member(s) {', '.join(stale)} are gone or no longer active; "
-                "skipped, nothing written"
-            )
-        current = found
-        node = build_node(namespace, [current[i] for i in ids], payload, now, synthesizer)
-        provenance = tuple(Edge(sid, i, EdgeType.DERIVED_FROM, 1.0) for i in ids)
-        store.commit(WriteBatch(namespace, (node,), provenance))
-        hook("node-inserted")
-    if state in (None, "started"):
-        _journal(store, namespace, fp, "node", base, hook)
-
-    # 2. edges to the outside move onto the node
-    _move_edges(store, namespace, ids, sid)
-    hook("edges-moved")
-    if state in (None, "started", "node"):
-        _journal(store, namespace, fp, "edges", base, hook)
-
-    # 3. members retired (soft): consolidated into the node, never deleted
-    retired = _retire_members(store, namespace, ids, sid, now, current)
-    hook("members-retired")
-    _journal(store, namespace, fp, "done", base, hook)
-    return node, retired
-
-
-def inherited_edges(edges: Iterable[Edge], member_ids: Iterable[str], sid: str) -> tuple[
-    list[Edge], list[tuple[str, str, EdgeType]]
-]:
-    """Pure: the edges a cluster's node inherits and the member edges they replace.
-
-    Every edge between a member and a node outside the cluster is re-pointed at the
-    synthesis node, keeping its direction and type; duplicates keep the highest weight.
-    Edges inside the cluster stay (both ends remain as consolidated records), and so
-    does a member's own provenance (DERIVED_FROM from a member that is itself a
-    synthesis), so the history of an earlier synthesis is not rewritten.
-    """
-    members = set(member_ids)
-    adds: dict[tuple[str, str, EdgeType], float] = {}
-    removes: list[tuple[str, str, EdgeType]] = []
-    for e in edges:
-        src_in, dst_in = e.src in members, e.dst in members
-        if src_in == dst_in or sid in (e.src, e.dst):
-            continue  # inside the cluster, outside it, or already the node's
-        if e.type is EdgeType.DERIVED_FROM and src_in:
-            continue
-        removes.append((e.src, e.dst, e.type))
-        key = (sid if src_in else e.src, sid if dst_in else e.dst, e.type)
-        adds[key] = max(adds.get(key, 0.0), e.weight)
-    moved = [Edge(s, d, t, w) for (s, d, t), w in sorted(adds.items())]
-    return moved, sorted(set(removes))
-
-
-def _move_edges(store: RecordStore, ns: str, ids: Sequence[str], sid: str) -> None:
-    moved, removed = inherited_edges(store.edges(ns, ids), ids, sid)
-    if moved or removed:
-        store.commit(WriteBatch(ns, (), tuple(moved), tuple(removed)))
-
-
-def _retire_members(
-    store: RecordStore,
-    ns: str,
-    ids: Sequence[str],
-    sid: str,
-    now: datetime,
-    known: Mapping[str, Memory] | None = None,
-) -> list[Memory]:
-    """Mark the members consolidated into `sid`; returns every member as it now stands.
-    `known` (the members just read) saves the first read; a conflict re-reads."""
-    current = dict(known) if known is not None else store.get_many(ns, ids)
-    for _ in range(_CAS_RETRIES):
-        puts = tuple(
-            m.evolve(status=Status.CONSOLIDATED, consolidated_into=sid, updated_at=now)
-            for m in current.values()
-            if m.is_active
-        )
-        if not puts:
-            return list(current.values())
-        try:
-            store.commit(WriteBatch(ns, puts))
-        except ConflictError:  # a concurrent recall touched a member: re-read and retry
-            current = store.get_many(ns, ids)
-            continue
-        return [*puts, *(m for m in current.values() if not m.is_active)]
-    raise ConflictError(f"gave up retiring the members of {sid} after {_CAS_RETRIES} conflicts")
-
-
 # ---------------------------------------------------------------------------- the cycle
 
 
@@ -577,7 +388,7 @@ def _execute_plan(
             None if c.get("reason") is None else str(c["reason"]),
         )
         try:
-            node, members = _commit_cluster(
+            node, members = commit_cluster(
                 store, ns, ids, payload, now, hook, syn.synthesizer
             )
         except ClusterStale as e:
@@ -673,130 +484,3 @@ def run_cycle(
     report.nodes_after = store.count(namespace).get("status:active", 0)
     report.seconds = time.perf_counter() - started
     return report
-
-
-# ---------------------------------------------------------------------------- triggers
-
-
-def due_triggers(
-    policy: Policy,
-    *,
-    active_nodes: int,
-    recent_importance: Sequence[float],
-    idle_hours: float | None,
-    superseded: int,
-    facts: int,
-    largest_near_duplicate_group: int,
-) -> list[Trigger]:
-    """Which maintenance signals fire, each with its value, threshold and a sentence.
-
-    - node count: active memories above `trigger_node_count`;
-    - weak retrievals: the mean importance of the recent top-k hits (a full window of
-      `trigger_retrieval_window`) below `trigger_mean_importance`;
-    - idle: hours since the last write at least `trigger_idle_hours` (a quiet moment);
-    - contradictions: superseded / (superseded + active units and crystals) above
-      `trigger_contradiction_ratio`;
-    - near-duplicates: some memory has more than `near_duplicate_trigger` neighbours
-      at cosine >= `near_duplicate_similarity`.
-    """
-    fired: list[Trigger] = []
-    if active_nodes > policy.trigger_node_count:
-        fired.append(Trigger(
-            "node_count", float(active_nodes), float(policy.trigger_node_count),
-            f"{active_nodes} active memories, above {policy.trigger_node_count}",
-        ))
-    window = policy.trigger_retrieval_window
-    if len(recent_importance) >= window:
-        mean = float(np.mean(recent_importance[-window:]))
-        if mean < policy.trigger_mean_importance:
-            fired.append(Trigger(
-                "weak_retrievals", mean, policy.trigger_mean_importance,
-                f"mean importance of the last {window} retrieved memories is {mean:.3f}, "
-                f"below {policy.trigger_mean_importance}",
-            ))
-    if idle_hours is not None and idle_hours >= policy.trigger_idle_hours:
-        fired.append(Trigger(
-            "idle", idle_hours, policy.trigger_idle_hours,
-            f"no write for {idle_hours:.1f} h (at least {policy.trigger_idle_hours} h)",
-        ))
-    total = superseded + facts
-    if total:
-        ratio = superseded / total
-        if ratio > policy.trigger_contradiction_ratio:
-            fired.append(Trigger(
-                "contradictions", ratio, policy.trigger_contradiction_ratio,
-                f"{superseded} of {total} facts were superseded ({ratio:.1%}), above "
-                f"{policy.trigger_contradiction_ratio:.0%}",
-            ))
-    if largest_near_duplicate_group > policy.near_duplicate_trigger:
-        fired.append(Trigger(
-            "near_duplicates", float(largest_near_duplicate_group),
-            float(policy.near_duplicate_trigger),
-            f"a memory has {largest_near_duplicate_group} near-duplicates (cosine >= "
-            f"{policy.near_duplicate_similarity}), more than {policy.near_duplicate_trigger}",
-        ))
-    return fired
-
-
-class RetrievalLog:
-    """The importance of recently retrieved memories, per namespace, in a bounded window:
-    the engine notes every recall's top-k here, the weak-retrievals trigger reads it.
-    In-process only (a restarted process starts with an empty window, so the trigger
-    cannot fire on stale evidence)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._by_ns: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def note(self, namespace: str, importances: Iterable[float]) -> None:
-        with self._lock:
-            window = self._by_ns.setdefault(namespace, deque(maxlen=self._size))
-            window.extend(importances)
-
-    def recent(self, namespace: str) -> list[float]:
-        with self._lock:
-            return list(self._by_ns.get(namespace, ()))
-
-
-def check_triggers(
-    store: RecordStore,
-    vectors: VectorIndex,
-    namespace: str,
-    now: datetime,
-    policy: Policy,
-    recent_importance: Sequence[float],
-    vectors_of: VectorsOf,
-) -> list[Trigger]:
-    """Gather the signals `due_triggers` judges. One scan of the namespace (for the time
-    of the last write) and, for near-duplicates, one vector query for each of the
-    `trigger_duplicate_sample` newest active memories: checked here, at maintenance
-    time, rather than on every insert, so the write path stays one vector query cheap."""
-    counts = store.count(namespace)
-    last_write: datetime | None = None
-    newest: deque[Memory] = deque(maxlen=policy.trigger_duplicate_sample)
-    for m in store.scan(namespace):
-        stamp = m.updated_at or m.created_at
-        last_write = stamp if last_write is None else max(last_write, stamp)
-        if m.is_active:
-            newest.append(m)
-    idle = None if last_write is None else max(0.0, (now - last_write).total_seconds() / 3600.0)
-    largest = 0
-    sample = sorted(newest, key=lambda m: (m.created_at, m.id))
-    if sample:
-        k = policy.near_duplicate_trigger + 2
-        for m, vec in zip(sample, vectors_of(sample), strict=True):
-            hits = vectors.query(namespace, vec, k, {"status": Status.ACTIVE.value})
-            close = [
-                h for h in hits if h.id != m.id and h.similarity >= policy.near_duplicate_similarity
-            ]
-            largest = max(largest, len(close))
-    return due_triggers(
-        policy,
-        active_nodes=counts.get("status:active", 0),
-        recent_importance=recent_importance,
-        idle_hours=idle,
-        superseded=counts.get("status:superseded", 0),
-        facts=counts.get("tier:unit", 0) + counts.get("tier:crystal", 0),
-        largest_near_duplicate_group=largest,
-    )

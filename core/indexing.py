@@ -1,11 +1,11 @@
 """Write-behind vector indexing: `observe` returns once its record is committed.
 
 The vector index is derived from the records (`repair` rebuilds it from them), and a
-Chroma server charges a fixed cost per add call whatever its size: on the 2-core bench
-machine one 1-vector upsert cost ~5 ms of server CPU and a 64-vector one ~0.45 ms per
-vector. Observing one text at a time therefore spent most of its time waiting on the
-server, and every worker process queued behind the same server, so 4 workers observed
-no faster than 1 (benchmarks/results/latency_tiers.md, issue 3). Here the engine hands
+Chroma server charges a fixed cost per add call whatever its size, far above the cost
+of one more vector in the call. Observing one text at a time would spend most of its
+time waiting on the server, and every worker process would queue behind the same
+server, so more workers would observe no faster (benchmarks/results/latency_tiers.md
+has the measurements). Here the engine hands
 its new vectors to one thread, which writes everything queued so far in one call: while
 one call is in flight the next batch gathers (group commit), so batches grow with load
 and no timer delays a quiet engine.

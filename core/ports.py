@@ -95,23 +95,10 @@ class Clock(Protocol):
 class RecordStore(Protocol):
     """System of record for memories and edges, partitioned by namespace.
 
-    Optional capabilities, not part of the protocol (core looks them up with `getattr`
-    and falls back when they are absent; SQLiteStore and RedisStore have the first two):
-
-    - `created_times(namespace, ids) -> dict[str, datetime]`: when each was created,
-      without decoding records (conversation context);
-    - `put_embeddings(namespace, {id: vector}) -> int` / `embeddings(namespace, ids)`:
-      the embedding kept beside each record (only while the record exists, deleted with
-      it), so recall scores lexical-only candidates and `repair` rebuilds the vector
-      tier without asking the index or the model;
-    - `touch_many(namespace, [(ids, at), ...], window)`: `touch` of each event in order,
-      all in one atomic write (SQLiteStore): the background reinforcement writes a burst
-      of recalls' touches together;
-    - `recall_reads(namespace, ids, *, embeddings, degrees)` -> (memories, embeddings,
-      degrees): `get_many`, and if asked `embeddings` and `degrees`, in one round trip
-      (RedisStore): recall on a networked store reads its candidates once, not thrice;
-    - `remote: bool`: writes cross a network (RedisStore), so the background reinforcement
-      waits `Policy.reinforce_linger_shared_seconds` to batch more of them.
+    A store may also have optional capabilities, each declared below as its own small
+    Protocol (`TouchesMany`, `KeepsEmbeddings`, `ReadsForRecall`, `KnowsCreatedTimes`,
+    `Networked`); core resolves them once per engine (core/capabilities.py) and falls
+    back when they are absent.
     """
 
     def commit(self, batch: WriteBatch) -> None: ...
@@ -194,21 +181,10 @@ class LexicalIndex(Protocol):
 class VectorIndex(Protocol):
     """Derived data: it can always be rebuilt from the record store (`reverie repair`).
 
-    Optional capabilities, not part of the protocol (core looks them up with `getattr`
-    and has a fallback when they are absent; ChromaIndex has them all):
-
-    - `stored_vectors(namespace, ids) -> dict[str, Vector]`: the stored embeddings, so
-      the REM cycle need not re-embed what it clusters;
-    - `neighbors(namespace, ids, k) -> dict[str, list[VectorHit]]`: the k nearest indexed
-      neighbours of each indexed id (itself excluded, best first, unknown ids absent),
-      approximate (HNSW, ~log n each), so clustering is not an exact n^2 k-NN;
-    - `remote: bool`: a query waits on a server, so recall reads records meanwhile;
-    - `begin_query(namespace, vector, k)` -> a handle with `result()` (the hits, as
-      `query` gives them) and `cancel()`, or None: sends the query now, so recall does
-      its lexical side while the server computes, with no thread between (ChromaIndex on
-      a server); None means "call `query`".
-    - `pending(namespace) -> int`: writes queued in front of the index, not yet in it
-      (the shared tier's vector outbox), shown by `stats`.
+    An index may also have optional capabilities, each declared below as its own small
+    Protocol (`HandsOutVectors`, `FindsNeighbors`, `SendsQueries`, `QueuesWrites`,
+    `Networked`); core resolves them once per engine (core/capabilities.py) and falls
+    back when they are absent.
     """
 
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None: ...
@@ -271,3 +247,119 @@ class Synthesizer(Protocol):
 @runtime_checkable
 class TokenCounter(Protocol):
     def __call__(self, text: str) -> int: ...
+
+
+# ---------------------------------------------------------------------------- capabilities
+# Optional features of a store or an index. None is required: the engine checks each once,
+# when it is built, and takes a slower path without it (core/capabilities.py).
+
+
+@runtime_checkable
+class Networked(Protocol):
+    """`remote = True`: calls cross a network (RedisStore; ChromaIndex on a server). A
+    remote store makes the background reinforcement linger
+    (`Policy.reinforce_linger_shared_seconds`) to batch more touches; a remote index
+    makes recall read records while its query is on the wire."""
+
+    remote: bool
+
+
+@runtime_checkable
+class TouchesMany(Protocol):
+    """`touch` of each event in order, all in one atomic write (SQLiteStore): the
+    background reinforcement writes a burst of recalls' touches together."""
+
+    def touch_many(
+        self, namespace: str, events: Sequence[tuple[Sequence[str], datetime]], window: int
+    ) -> None: ...
+
+
+@runtime_checkable
+class KeepsEmbeddings(Protocol):
+    """The embedding kept beside each record (only while the record exists, deleted with
+    it), so recall scores lexical-only candidates and `repair` rebuilds the vector tier
+    without asking the index or the model. A store may have either method alone."""
+
+    def put_embeddings(self, namespace: str, items: Mapping[str, Vector]) -> int: ...
+
+    def embeddings(self, namespace: str, ids: Iterable[str]) -> dict[str, Vector]: ...
+
+
+class RecallReadsResult(Protocol):
+    """What `ReadsForRecall.recall_reads` returns."""
+
+    @property
+    def memories(self) -> Mapping[str, Memory]: ...
+
+    @property
+    def embeddings(self) -> Mapping[str, Vector]: ...
+
+    @property
+    def degrees(self) -> Mapping[str, int]: ...
+
+
+@runtime_checkable
+class ReadsForRecall(Protocol):
+    """`get_many`, and if asked the kept `embeddings` and the `degrees`, in one round
+    trip (RedisStore): recall on a networked store reads its candidates once, not thrice."""
+
+    def recall_reads(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        *,
+        embeddings: bool = False,
+        degrees: bool = False,
+    ) -> RecallReadsResult: ...
+
+
+@runtime_checkable
+class KnowsCreatedTimes(Protocol):
+    """When each record was created, without decoding records (conversation context)."""
+
+    def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]: ...
+
+
+@runtime_checkable
+class HandsOutVectors(Protocol):
+    """The index's stored embeddings, so the REM cycle need not re-embed what it
+    clusters, and `repair` can fill in the embeddings kept beside the records."""
+
+    def stored_vectors(self, namespace: str, ids: Sequence[str]) -> dict[str, Vector]: ...
+
+
+@runtime_checkable
+class FindsNeighbors(Protocol):
+    """The k nearest indexed neighbours of each indexed id (itself excluded, best first,
+    unknown ids absent), approximate (HNSW, ~log n each), so clustering is not an exact
+    n^2 k-NN."""
+
+    def neighbors(
+        self, namespace: str, ids: Sequence[str], k: int
+    ) -> Mapping[str, Sequence[VectorHit]]: ...
+
+
+class SentQuery(Protocol):
+    """A query already on the wire: `result()` reads its hits (as `query` gives them)
+    once; `cancel()` abandons it without leaving a connection half-read."""
+
+    def result(self) -> list[VectorHit]: ...
+
+    def cancel(self) -> None: ...
+
+
+@runtime_checkable
+class SendsQueries(Protocol):
+    """Send a query now and read its answer later, so recall does its lexical side while
+    the server computes, with no thread between (ChromaIndex on a server). None means
+    "call `query`"."""
+
+    def begin_query(self, namespace: str, vector: Vector, k: int) -> SentQuery | None: ...
+
+
+@runtime_checkable
+class QueuesWrites(Protocol):
+    """Writes queued in front of the index, not yet in it (the shared tier's vector
+    outbox), shown by `stats`."""
+
+    def pending(self, namespace: str) -> int: ...

@@ -55,7 +55,7 @@ class Candidate(NamedTuple):
     """One memory in the running for a query, with where its relevance came from.
 
     A NamedTuple, not a frozen dataclass: recall builds a few hundred per query and the
-    tuple is ~3x cheaper to build, equally immutable."""
+    tuple is several times cheaper to build, equally immutable."""
 
     id: str
     dense: float

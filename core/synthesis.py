@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import SynthesisFailed
 from .models import Memory
-from .text import _DATE, normalize_text
+from .text import DATE_PATTERN, normalize_text
 
 SYNTHESIS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -217,7 +217,7 @@ class ExtractiveSynthesizer:
         anchors = list(
             dict.fromkeys(
                 [f"{m.created_at:%Y-%m-%d}" for m in kept]
-                + [d.group(0) for m in kept for d in _DATE.finditer(m.text)]
+                + [d.group(0) for m in kept for d in DATE_PATTERN.finditer(m.text)]
             )
         )
         causal = [" ".join(m.text.split()) for m in kept if _CAUSAL.search(m.text)]

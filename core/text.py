@@ -45,7 +45,7 @@ _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|"
     r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
-_DATE = re.compile(
+DATE_PATTERN = re.compile(
     rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?|"
     rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
     rf"(?:19|20)\d{{2}}\b|(?:last|next|this)\s+(?:week|month|year|weekend)|"
@@ -85,7 +85,7 @@ def extract_entities(text: str) -> frozenset[str]:
 
 
 def has_date(text: str) -> bool:
-    return _DATE.search(text) is not None
+    return DATE_PATTERN.search(text) is not None
 
 
 def has_number(text: str) -> bool:
@@ -167,7 +167,7 @@ def lexical_terms(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct terms a query searches for. English function words are dropped when other
     words remain: their IDF is near 0, so they hardly move the ranking, but each one makes BM25
-    score almost every document (natural-language questions ran 2-5x slower with them)."""
+    score almost every document, so a natural-language question would cost a full scan."""
     words = list(dict.fromkeys(_TERM.findall(_fold(text))))
     content = [w for w in words if w not in STOP_WORDS] or words
     return list(dict.fromkeys(porter_stem(w) for w in content))[:MAX_QUERY_TERMS]
@@ -245,7 +245,7 @@ def _replace(w: str, rules: Sequence[tuple[str, str]], min_measure: int) -> str:
 
 
 # Stemming is pure and vocabularies are small: cached, indexing a synthesis or a recall
-# query stops re-stemming the same words (2.4 s of a 10k REM cycle's commit was stemming).
+# query stops re-stemming the same words (a large REM cycle's commit stems a great deal).
 @functools.lru_cache(maxsize=65536)
 def porter_stem(word: str) -> str:
     """The Porter stem of one lower-case word; anything not a-z, or shorter than 3 or longer

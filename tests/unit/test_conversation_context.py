@@ -53,9 +53,9 @@ def test_only_admissible_seeds_lend() -> None:
         old.id: Candidate(old.id, 0.9, 0.9, 0.9),
         reply.id: Candidate(reply.id, 0.1, 0.0, 0.05),
     }
-    seeds, _ = e._context_seeds("default", cands, lambda m: m.is_active)
+    seeds, _ = e._recall.reads.context_seeds("default", cands, lambda m: m.is_active)
     assert [s.id for s in seeds] == [reply.id]  # the superseded memory is no seed
-    times = e._created_times("default", cands, {})
+    times = e._recall.reads.created_times("default", cands, {})
     assert times[old.id] == old.created_at and times[reply.id] == reply.created_at
 
 

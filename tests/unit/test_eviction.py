@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from reverie.core import Memory, Status, Tier
+from reverie.core import Memory, Status, Tier, vector_sync
 from reverie.core.engine import MemoryEngine
 from reverie.core.eviction import derived_closure
-from reverie.core.models import Edge, EdgeType, Kind
+from reverie.core.models import Edge, EdgeType, Kind, new_id
 from reverie.core.ports import WriteBatch
 from reverie.core.scoring import decay_score
 from tests.unit.conftest import T0
@@ -38,7 +38,7 @@ def synthesize_by_hand(
     consolidated into it (the cycle's own tests cover how it gets there)."""
     ns = engine.default_namespace
     node = Memory(
-        id=engine._new_id(),
+        id=new_id(),
         namespace=ns,
         kind=Kind.SEMANTIC,
         tier=Tier.SYNTHESIS,
@@ -54,7 +54,7 @@ def synthesize_by_hand(
     engine.store.commit(
         WriteBatch(ns, puts, (Edge(node.id, fresh[0].id, EdgeType.DERIVED_FROM, 1.0),))
     )
-    engine._index(ns, [(node, engine._embed([node.text])[0])], list(puts[1:]))
+    vector_sync.index(engine._ctx, ns, [(node, engine._ctx.embed([node.text])[0])], puts[1:])
     return node
 
 
@@ -344,10 +344,10 @@ def test_digests_are_near_equal_time_runs_and_keep_important_memories_apart(
     ]
     assert [len(r) for r in time_runs(small, 4)] == [3, 3, 3]  # ceil(9/4) = 3 runs
     assert [len(r) for r in time_runs(small[:5], 4)] == [3, 2]
-    groups, lone = group_candidates(engine, [*small, *vital], None)  # no vectors: time only
+    groups, lone = group_candidates(engine.policy, [*small, *vital], None)  # no vectors: time only
     assert lone == []
     assert [[m.id for m in g] for g in groups] == [
         [m.id for m in vital], *([m.id for m in r] for r in time_runs(small, 4))
     ]
-    groups, lone = group_candidates(engine, [*small[:3], vital[0]], None)
+    groups, lone = group_candidates(engine.policy, [*small[:3], vital[0]], None)
     assert [m.id for m in lone] == [vital[0].id]  # alone in its band: stays active

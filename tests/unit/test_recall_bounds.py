@@ -35,7 +35,7 @@ NAMES = ["Caroline", "Melanie", "Oscar", "Priya"]
 def full_recall(e: MemoryEngine, query: str, k: int) -> list[tuple[str, float]]:
     """The unoptimised pipeline: every cosine fetched, every neighbour read."""
     ns, p = "default", e.policy
-    q = e._embed([query])[0]
+    q = e._ctx.embed([query])[0]
     pool = max(k, p.candidate_pool)
     dense = e.vectors.query(ns, q, pool)
     lexical = e.lexical.search(ns, query, pool)

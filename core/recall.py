@@ -1,0 +1,328 @@
+"""The read path: recall, from a query to ranked, explained hits.
+
+The steps, in order: validate the request (`RecallRequest`), embed the query, run the
+dense and lexical channels side by side, fuse them, lend relevance from the
+conversation around the strongest matches (or fetch the cosines a lexical-only
+candidate needs to reach the top), read records only as far as the top k needs,
+expand over the graph, explain each hit, pack into a token budget, then reinforce
+what was recalled. How records are read (by need in-process, in bulk from a
+networked tier) is one seam: core/recall_reads.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import datetime
+
+from .clock import utc
+from .context import EngineContext
+from .errors import InvalidInput
+from .models import Kind, Memory, Status, parse_kind
+from .packing import pack
+from .ports import SentQuery, Vector, VectorHit
+from .recall_reads import CandidateReads, LexicalSide
+from .results import Hit, RecallResult, render_hit
+from .retrieval import (
+    Candidate,
+    Explanation,
+    Ranked,
+    best_possible,
+    conversation_context,
+    expand,
+    fuse,
+    needs_similarity,
+    rank,
+    unseen_similarity_bound,
+)
+from .scoring import importance_score
+
+_MIN_READ_STEP = 10  # candidates read per round trip at least, however small k is
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    """A recall's arguments, validated, with the times it is asked at."""
+
+    query: str
+    k: int
+    now: datetime  # the engine's clock: what reinforcement records
+    when: datetime  # the time the answer is for (`as_of`, else now)
+    as_of: datetime | None
+    include_history: bool
+    kinds: frozenset[Kind] | None
+    token_budget: int | None
+    reinforce: bool
+
+    @property
+    def historical(self) -> bool:
+        """Superseded or consolidated memories may answer, so ask the index for more."""
+        return self.as_of is not None or self.include_history
+
+    def admit(self, m: Memory) -> bool:
+        if self.kinds is not None and m.kind not in self.kinds:
+            return False
+        if self.as_of is not None:
+            return m.status is not Status.ARCHIVED and m.valid_at(self.when)
+        return self.include_history or m.is_active
+
+
+class RecallPath:
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+        self.reads = CandidateReads.for_context(ctx)
+
+    def request(
+        self,
+        query: str,
+        *,
+        k: int,
+        as_of: datetime | None,
+        include_history: bool,
+        token_budget: int | None,
+        reinforce: bool,
+        kinds: Iterable[Kind | str] | None,
+    ) -> RecallRequest:
+        """Every check of recall's arguments, before any I/O."""
+        self.ctx.check_text(query, "query")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        if token_budget is not None and (
+            isinstance(token_budget, bool) or not isinstance(token_budget, int)
+            or token_budget < 1
+        ):
+            raise InvalidInput(f"token_budget must be a positive integer, got {token_budget!r}")
+        if token_budget is not None and self.ctx.token_counter is None:
+            raise InvalidInput("token_budget needs an engine opened with a token_counter")
+        now = self.ctx.clock.now()
+        return RecallRequest(
+            query=query,
+            k=k,
+            now=now,
+            when=utc(as_of) if as_of is not None else now,
+            as_of=as_of,
+            include_history=include_history,
+            kinds=frozenset(parse_kind(x) for x in kinds) if kinds is not None else None,
+            token_budget=token_budget,
+            reinforce=reinforce,
+        )
+
+    def recall(self, ns: str, req: RecallRequest) -> RecallResult:
+        policy = self.ctx.policy
+        qvec = self.ctx.embed([req.query])[0]
+        pool = max(req.k, policy.candidate_pool)
+        # No status filter in the vector tier: the records are the truth and `admit`
+        # checks them, and an unfiltered query is Chroma's fastest path.
+        asked = pool * (2 if req.historical else 1)
+        context = policy.context_weight > 0 and policy.context_seeds > 0
+        dense, side = self._channels(ns, req.query, qvec, pool, asked, context)
+        candidates, memories, ranked = self._first_ranking(
+            ns, req, qvec, dense, side, asked, context
+        )
+        ranked = self._expand(ns, ranked, candidates, memories, req)
+        hits = self._hits(ns, ranked[: max(req.k, 1)], side.degrees, req.when)
+        tokens = None
+        if req.token_budget is not None:
+            assert self.ctx.token_counter is not None
+            hits, tokens = pack(hits, req.token_budget, render_hit, self.ctx.token_counter)
+        self._after(ns, req, hits)
+        return RecallResult(req.query, tuple(hits), tokens)
+
+    def _channels(
+        self, ns: str, query: str, qvec: Vector, pool: int, asked: int, context: bool
+    ) -> tuple[list[VectorHit], LexicalSide]:
+        """The dense and the lexical channel, overlapped: both are independent I/O (and
+        release the GIL). A server query is sent first and its answer read after the
+        lexical side, with no thread between (`begin_query`); an in-process query runs
+        on the engine's pool."""
+        ctx = self.ctx
+        sent: SentQuery | None = None
+        if ctx.caps.begin_query is not None:
+            sent = ctx.caps.begin_query(ns, qvec, asked)
+        dense_future: Future[list[VectorHit]] | None = None
+        if sent is None:
+            dense_future = ctx.pool.submit(ctx.vectors.query, ns, qvec, asked)
+        try:
+            lexical = list(ctx.lexical.search(ns, query, pool))
+            side = self.reads.lexical_side(ns, lexical, qvec, context)
+        except BaseException:
+            if sent is not None:
+                sent.cancel()
+            raise
+        if sent is not None:
+            return sent.result(), side
+        assert dense_future is not None
+        return dense_future.result(), side
+
+    def _first_ranking(
+        self,
+        ns: str,
+        req: RecallRequest,
+        qvec: Vector,
+        dense: list[VectorHit],
+        side: LexicalSide,
+        asked: int,
+        context: bool,
+    ) -> tuple[dict[str, Candidate], dict[str, Memory], list[Ranked]]:
+        """Fused candidates, the records read and the ranking before graph expansion.
+
+        Lexical-only candidates enter with dense = 0; their stored vectors are fetched
+        only for those an exact bound cannot rule out of the top (and the expansion
+        seeds). Conversation context instead needs every candidate's true relevance (to
+        pick the seeds) and time."""
+        policy = self.ctx.policy
+        lexical = side.hits
+        in_dense = {h.id for h in dense}
+        lexical_only = [h.id for h in lexical if h.id not in in_dense]
+        places = max(req.k, policy.expansion_seeds)
+        if context:
+            extra = (
+                self.reads.similarities(ns, qvec, lexical_only, side.cosines)
+                if lexical_only else {}
+            )
+            candidates = fuse(dense, lexical, policy, extra)
+            seeds, read, times = self.reads.context_inputs(
+                ns, candidates, dense, req.admit, side
+            )
+            candidates = conversation_context(candidates, seeds, times, policy)
+            memories, ranked = self._fetch_ranked(ns, candidates, places, req, read)
+            return candidates, memories, ranked
+        candidates = fuse(dense, lexical, policy)
+        memories, ranked = self._fetch_ranked(ns, candidates, places, req, side.early)
+        need = needs_similarity(
+            lexical_only,
+            candidates,
+            unseen_similarity_bound(dense, asked),
+            ranked,
+            places,
+            policy,
+        )
+        extra = self.reads.similarities(ns, qvec, need, side.cosines) if need else {}
+        if extra:
+            candidates = fuse(dense, lexical, policy, extra)
+            memories, ranked = self._fetch_ranked(ns, candidates, places, req, memories)
+        return candidates, memories, ranked
+
+    def _fetch_ranked(
+        self,
+        namespace: str,
+        candidates: Mapping[str, Candidate],
+        k: int,
+        req: RecallRequest,
+        read: dict[str, Memory] | None = None,
+    ) -> tuple[dict[str, Memory], list[Ranked]]:
+        """Read candidate records best-relevance first, and stop as soon as no unread
+        candidate can reach the k-th score: decay is at most 1, so a candidate of
+        relevance r scores at most alpha * r + (1 - alpha). Exact, and most queries
+        read a fraction of the pool. Records in `read` are not read again."""
+        policy = self.ctx.policy
+        order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
+        step = max(2 * k, _MIN_READ_STEP)
+        memories: dict[str, Memory] = dict(read or {})
+        ranked: list[Ranked] = []
+        alpha = policy.alpha
+        for start in range(0, len(order), step):
+            batch = order[start : start + step]
+            unread = [c.id for c in batch if c.id not in memories]
+            if unread:
+                memories.update(self.ctx.read(namespace, unread))
+            # each candidate's score is its own, so ranking a step's batch and merging
+            # equals ranking everything fetched so far, without scoring anyone twice
+            ranked += rank({c.id: c for c in batch}, memories, req.when, policy, req.admit)
+            ranked.sort(key=lambda r: (-r.score, r.memory.id))
+            rest = order[start + step : start + step + 1]
+            if len(ranked) >= k and (
+                not rest or alpha * rest[0].relevance + (1.0 - alpha) < ranked[k - 1].score
+            ):
+                break
+        return memories, ranked
+
+    def _expand(
+        self,
+        namespace: str,
+        ranked: list[Ranked],
+        candidates: dict[str, Candidate],
+        memories: dict[str, Memory],
+        req: RecallRequest,
+    ) -> list[Ranked]:
+        """Graph expansion: neighbours of the best hits join with decayed relevance.
+
+        A neighbour scores at most alpha * relevance + (1 - alpha) (decay is at most 1), so
+        once k memories are ranked, neighbours that cannot beat the k-th are neither read
+        nor expanded further, and when even the best seed cannot lift one that high the
+        edges are not read at all. Exact: the top k is what full expansion would give."""
+        policy = self.ctx.policy
+        k = req.k
+        frontier = [r.candidate for r in ranked[: policy.expansion_seeds]]
+        cut = ranked[k - 1].score if len(ranked) >= k else None
+        known = dict(candidates)
+        added: dict[str, Candidate] = {}
+        for hop in range(1, policy.max_hops + 1):
+            if cut is not None:
+                frontier = [
+                    c for c in frontier
+                    if best_possible(c.relevance * policy.hop_decay, policy) >= cut
+                ]
+            if not frontier:
+                break
+            edges = self.ctx.store.edges(namespace, [c.id for c in frontier])
+            found = expand(frontier, edges, known, policy, hop)
+            if cut is not None:
+                found = {
+                    i: c for i, c in found.items() if best_possible(c.relevance, policy) >= cut
+                }
+            if not found:
+                break
+            known.update(found)
+            added.update(found)
+            frontier = list(found.values())
+        if not added:
+            return ranked
+        missing = [i for i in added if i not in memories]
+        memories.update(self.ctx.read(namespace, missing))
+        return rank(known, memories, req.when, policy, req.admit)
+
+    def _hits(
+        self, ns: str, top: list[Ranked], known_degrees: dict[str, int], when: datetime
+    ) -> list[Hit]:
+        """Each ranked memory with every term of its score (the degrees read along the
+        way are reused; the rest are read in one call)."""
+        unknown = [r.memory.id for r in top if r.memory.id not in known_degrees]
+        degrees = known_degrees | (self.ctx.store.degrees(ns, unknown) if unknown else {})
+        return [
+            Hit(
+                r.memory,
+                r.score,
+                Explanation(
+                    final=r.score,
+                    relevance=r.candidate.relevance,
+                    dense=r.candidate.dense,
+                    lexical=r.candidate.lexical,
+                    decay=r.decay,
+                    importance=importance_score(
+                        r.memory, degrees.get(r.memory.id, 0), when, self.ctx.policy
+                    ),
+                    tier=r.memory.tier,
+                    hops=r.candidate.hops,
+                    via=r.candidate.via,
+                    context=r.candidate.context,
+                ),
+            )
+            for r in top
+        ]
+
+    def _after(self, ns: str, req: RecallRequest, hits: list[Hit]) -> None:
+        """What a recall leaves behind: the hits' importance for the weak-retrievals
+        trigger, and their access reinforcement (their decay clock restarts). A
+        look into the past (`as_of`) leaves nothing."""
+        if req.as_of is not None or not hits:
+            return
+        self.ctx.retrievals.note(ns, [h.explanation.importance for h in hits])
+        if not req.reinforce:
+            return
+        if self.ctx.policy.reinforce_async:
+            self.ctx.reinforcer.submit(ns, [h.id for h in hits], req.now)
+        else:
+            self.ctx.touch(ns, [h.id for h in hits], req.now)
+

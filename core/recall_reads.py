@@ -1,0 +1,223 @@
+"""How recall reads what it ranks: candidates' records, creation times, kept embeddings.
+
+One seam separates the two deployments. An index in this process answers its query in
+microseconds, so recall reads records only as far as ranking needs them (`LocalReads`).
+An index on a server (`remote`) keeps recall waiting on a round trip anyway, so recall
+reads in bulk while the query is on the wire, and one bulk read on a networked store
+beats two or three reads by need (`NetworkReads`). Both give the same records, times
+and cosines, so both rank identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+import numpy as np
+
+from .context import EngineContext
+from .models import Memory
+from .ports import LexicalHit, Vector, VectorHit
+from .retrieval import Candidate, cosine_to
+
+Admit = Callable[[Memory], bool]
+
+
+class LexicalSide(NamedTuple):
+    """What the lexical channel learnt while the dense query ran."""
+
+    hits: list[LexicalHit]
+    cosines: dict[str, float]  # query cosine of hits whose embedding is kept
+    early: dict[str, Memory]  # records already read
+    times: dict[str, datetime]  # created_at of hits, where records were not read
+    degrees: dict[str, int]  # degrees already read
+
+
+class ContextInputs(NamedTuple):
+    """What conversation context needs: the seeds, every record read, every time."""
+
+    seeds: list[Candidate]
+    read: dict[str, Memory]
+    times: dict[str, datetime]
+
+
+def kept_cosines(qvec: Vector, vectors: Mapping[str, Vector]) -> dict[str, float]:
+    """Cosine of the query to each kept vector of the query's shape (one of another
+    model's shape is left out, to be asked of the index)."""
+    fit = {i: v for i, v in vectors.items() if v.shape == qvec.shape}
+    if not fit:
+        return {}
+    return dict(zip(fit, cosine_to(qvec, np.stack(list(fit.values()))), strict=True))
+
+
+class CandidateReads:
+    """The reads both deployments share; `for_context` picks the deployment's subclass."""
+
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+
+    @staticmethod
+    def for_context(ctx: EngineContext) -> CandidateReads:
+        return NetworkReads(ctx) if ctx.caps.index_remote else LocalReads(ctx)
+
+    def lexical_side(
+        self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
+    ) -> LexicalSide:
+        """What the lexical hits alone decide, done while the dense query runs: their
+        cosines from the embeddings kept beside the records (a lexical-only candidate
+        needs its cosine) and, for conversation context, when they were observed."""
+        raise NotImplementedError
+
+    def context_inputs(
+        self,
+        ns: str,
+        candidates: Mapping[str, Candidate],
+        dense: Sequence[VectorHit],
+        admit: Admit,
+        side: LexicalSide,
+    ) -> ContextInputs:
+        """The context seeds, and the creation time of every candidate."""
+        raise NotImplementedError
+
+    def _kept_cosines_of(self, ns: str, ids: Sequence[str], qvec: Vector) -> dict[str, float]:
+        kept = self.ctx.caps.embeddings
+        return kept_cosines(qvec, kept(ns, ids)) if kept is not None else {}
+
+    def similarities(
+        self, namespace: str, qvec: Vector, ids: Sequence[str], known: Mapping[str, float]
+    ) -> dict[str, float]:
+        """Cosine of the query to each id: `known` (computed from kept embeddings), then
+        the vector index for the rest. The same formula as the index's, on the same
+        float32 vectors, so every source agrees."""
+        out = {i: known[i] for i in ids if i in known}
+        rest = [i for i in ids if i not in out]
+        if rest:
+            out.update(self.ctx.vectors.similarities(namespace, qvec, rest))
+        return out
+
+    def read_candidates(
+        self, ns: str, ids: Sequence[str], degrees: dict[str, int]
+    ) -> dict[str, Memory]:
+        """Records for recall; where the store has `recall_reads`, their degrees come in
+        the same round trip (into `degrees`), so the top hits need no read of their own."""
+        together = self.ctx.caps.recall_reads
+        if together is None or not ids:
+            return self.ctx.read(ns, ids)
+        self.ctx.reinforcer.settle(ns, ids)
+        got = together(ns, ids, degrees=True)
+        degrees.update(got.degrees)
+        return dict(got.memories)
+
+    def context_seeds(
+        self,
+        namespace: str,
+        candidates: Mapping[str, Candidate],
+        admit: Admit,
+        read: Mapping[str, Memory] | None = None,
+    ) -> tuple[list[Candidate], dict[str, Memory]]:
+        """The most relevant admissible candidates (reading records only as far as needed;
+        those in `read` are not read again). Returns them and every record read."""
+        want = self.ctx.policy.context_seeds
+        order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
+        known = dict(read or {})
+        seeds: list[Candidate] = []
+        for start in range(0, len(order), want):
+            chunk = order[start : start + want]
+            missing = [c.id for c in chunk if c.id not in known]
+            if missing:
+                known.update(self.ctx.read(namespace, missing))
+            seeds.extend(c for c in chunk if c.id in known and admit(known[c.id]))
+            if len(seeds) >= want:
+                break
+        return seeds[:want], known
+
+    def created_times(
+        self,
+        namespace: str,
+        candidates: Iterable[str],
+        read: Mapping[str, Memory],
+        known: Mapping[str, datetime] | None = None,
+    ) -> dict[str, datetime]:
+        """When each candidate was observed: from `known` and records already read, and the
+        rest from the store's light `created_times` where it has one (else full records)."""
+        times = dict(known or {})
+        times.update((i, m.created_at) for i, m in read.items())
+        rest = [i for i in candidates if i not in times]
+        if rest:
+            light = self.ctx.caps.created_times
+            if light is not None:
+                times.update(light(namespace, rest))
+            else:
+                full = self.ctx.store.get_many(namespace, rest)
+                times.update((i, m.created_at) for i, m in full.items())
+        return times
+
+
+class LocalReads(CandidateReads):
+    """An in-process index: read records only as far as ranking needs them."""
+
+    def lexical_side(
+        self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
+    ) -> LexicalSide:
+        side = LexicalSide(hits, {}, {}, {}, {})
+        ids = [h.id for h in hits]
+        if not ids:
+            return side
+        side.cosines.update(self._kept_cosines_of(ns, ids, qvec))
+        if context:
+            side.times.update(self.created_times(ns, ids, {}))
+        return side
+
+    def context_inputs(
+        self,
+        ns: str,
+        candidates: Mapping[str, Candidate],
+        dense: Sequence[VectorHit],
+        admit: Admit,
+        side: LexicalSide,
+    ) -> ContextInputs:
+        seeds, read = self.context_seeds(ns, candidates, admit, side.early)
+        return ContextInputs(seeds, read, self.created_times(ns, candidates, read, side.times))
+
+
+class NetworkReads(CandidateReads):
+    """An index on a server: read whole records in bulk while its query is on the wire
+    (most are read later anyway), and with `recall_reads` records, kept embeddings and
+    degrees in one round trip."""
+
+    def lexical_side(
+        self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
+    ) -> LexicalSide:
+        side = LexicalSide(hits, {}, {}, {}, {})
+        ids = [h.id for h in hits]
+        if not ids:
+            return side
+        together = self.ctx.caps.recall_reads
+        if together is not None:
+            self.ctx.reinforcer.settle(ns, ids)
+            got = together(ns, ids, embeddings=True, degrees=True)
+            side.cosines.update(kept_cosines(qvec, got.embeddings))
+            side.early.update(got.memories)
+            side.degrees.update(got.degrees)
+            return side
+        side.cosines.update(self._kept_cosines_of(ns, ids, qvec))
+        if context:
+            side.early.update(self.ctx.read(ns, ids))
+        return side
+
+    def context_inputs(
+        self,
+        ns: str,
+        candidates: Mapping[str, Candidate],
+        dense: Sequence[VectorHit],
+        admit: Admit,
+        side: LexicalSide,
+    ) -> ContextInputs:
+        # The lexical hits' records are here already; reading the dense hits' in one
+        # round trip too gives every time, seed and score, where reading by need would
+        # take two or three more round trips to the shared store.
+        unread = [h.id for h in dense if h.id not in side.early]
+        read = side.early | self.read_candidates(ns, unread, side.degrees)
+        seeds, read = self.context_seeds(ns, candidates, admit, read)
+        return ContextInputs(seeds, read, {i: m.created_at for i, m in read.items()})

@@ -1,0 +1,155 @@
+"""When maintenance is due: the five trigger signals, and the recent-retrievals window.
+
+Checked at maintenance time (`MemoryEngine.maintenance_due`), not on every write, so
+the write path stays one vector query cheap.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from .models import Memory, Status
+from .policy import Policy
+from .ports import RecordStore, Vector, VectorIndex
+
+VectorsOf = Callable[[Sequence[Memory]], Vector]
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """One reason maintenance is due: which signal fired, its value and the threshold."""
+
+    name: str
+    value: float
+    threshold: float
+    reason: str
+
+
+def due_triggers(
+    policy: Policy,
+    *,
+    active_nodes: int,
+    recent_importance: Sequence[float],
+    idle_hours: float | None,
+    superseded: int,
+    facts: int,
+    largest_near_duplicate_group: int,
+) -> list[Trigger]:
+    """Which maintenance signals fire, each with its value, threshold and a sentence.
+
+    - node count: active memories above `trigger_node_count`;
+    - weak retrievals: the mean importance of the recent top-k hits (a full window of
+      `trigger_retrieval_window`) below `trigger_mean_importance`;
+    - idle: hours since the last write at least `trigger_idle_hours` (a quiet moment);
+    - contradictions: superseded / (superseded + active units and crystals) above
+      `trigger_contradiction_ratio`;
+    - near-duplicates: some memory has more than `near_duplicate_trigger` neighbours
+      at cosine >= `near_duplicate_similarity`.
+    """
+    fired: list[Trigger] = []
+    if active_nodes > policy.trigger_node_count:
+        fired.append(Trigger(
+            "node_count", float(active_nodes), float(policy.trigger_node_count),
+            f"{active_nodes} active memories, above {policy.trigger_node_count}",
+        ))
+    window = policy.trigger_retrieval_window
+    if len(recent_importance) >= window:
+        mean = float(np.mean(recent_importance[-window:]))
+        if mean < policy.trigger_mean_importance:
+            fired.append(Trigger(
+                "weak_retrievals", mean, policy.trigger_mean_importance,
+                f"mean importance of the last {window} retrieved memories is {mean:.3f}, "
+                f"below {policy.trigger_mean_importance}",
+            ))
+    if idle_hours is not None and idle_hours >= policy.trigger_idle_hours:
+        fired.append(Trigger(
+            "idle", idle_hours, policy.trigger_idle_hours,
+            f"no write for {idle_hours:.1f} h (at least {policy.trigger_idle_hours} h)",
+        ))
+    total = superseded + facts
+    if total:
+        ratio = superseded / total
+        if ratio > policy.trigger_contradiction_ratio:
+            fired.append(Trigger(
+                "contradictions", ratio, policy.trigger_contradiction_ratio,
+                f"{superseded} of {total} facts were superseded ({ratio:.1%}), above "
+                f"{policy.trigger_contradiction_ratio:.0%}",
+            ))
+    if largest_near_duplicate_group > policy.near_duplicate_trigger:
+        fired.append(Trigger(
+            "near_duplicates", float(largest_near_duplicate_group),
+            float(policy.near_duplicate_trigger),
+            f"a memory has {largest_near_duplicate_group} near-duplicates (cosine >= "
+            f"{policy.near_duplicate_similarity}), more than {policy.near_duplicate_trigger}",
+        ))
+    return fired
+
+
+class RetrievalLog:
+    """The importance of recently retrieved memories, per namespace, in a bounded window:
+    the engine notes every recall's top-k here, the weak-retrievals trigger reads it.
+    In-process only (a restarted process starts with an empty window, so the trigger
+    cannot fire on stale evidence)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._by_ns: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def note(self, namespace: str, importances: Iterable[float]) -> None:
+        with self._lock:
+            window = self._by_ns.setdefault(namespace, deque(maxlen=self._size))
+            window.extend(importances)
+
+    def recent(self, namespace: str) -> list[float]:
+        with self._lock:
+            return list(self._by_ns.get(namespace, ()))
+
+
+def check_triggers(
+    store: RecordStore,
+    vectors: VectorIndex,
+    namespace: str,
+    now: datetime,
+    policy: Policy,
+    recent_importance: Sequence[float],
+    vectors_of: VectorsOf,
+) -> list[Trigger]:
+    """Gather the signals `due_triggers` judges. One scan of the namespace (for the time
+    of the last write) and, for near-duplicates, one vector query for each of the
+    `trigger_duplicate_sample` newest active memories: checked here, at maintenance
+    time, rather than on every insert, so the write path stays one vector query cheap."""
+    counts = store.count(namespace)
+    last_write: datetime | None = None
+    newest: deque[Memory] = deque(maxlen=policy.trigger_duplicate_sample)
+    for m in store.scan(namespace):
+        stamp = m.updated_at or m.created_at
+        last_write = stamp if last_write is None else max(last_write, stamp)
+        if m.is_active:
+            newest.append(m)
+    idle = None if last_write is None else max(0.0, (now - last_write).total_seconds() / 3600.0)
+    largest = 0
+    sample = sorted(newest, key=lambda m: (m.created_at, m.id))
+    if sample:
+        k = policy.near_duplicate_trigger + 2
+        for m, vec in zip(sample, vectors_of(sample), strict=True):
+            hits = vectors.query(namespace, vec, k, {"status": Status.ACTIVE.value})
+            close = [
+                h for h in hits if h.id != m.id and h.similarity >= policy.near_duplicate_similarity
+            ]
+            largest = max(largest, len(close))
+    return due_triggers(
+        policy,
+        active_nodes=counts.get("status:active", 0),
+        recent_importance=recent_importance,
+        idle_hours=idle,
+        superseded=counts.get("status:superseded", 0),
+        facts=counts.get("tier:unit", 0) + counts.get("tier:crystal", 0),
+        largest_near_duplicate_group=largest,
+    )

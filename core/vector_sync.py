@@ -1,0 +1,140 @@
+"""Keeping the derived vector index (and the kept embeddings) in step with the records.
+
+Write order is record first, vectors second: the record store is the truth and the
+vector index is derived, so a crash between the two leaves a record that `repair()`
+can index, never a vector without a record. A failed index write does not undo the
+record: it is logged and the store is flagged (`VECTORS_BEHIND`) for `repair()`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .context import EngineContext
+from .models import Memory
+from .ports import Vector, VectorItem
+
+log = logging.getLogger("reverie")
+
+META_EMBEDDER = "embedder"  # store meta: "<embedder name>:<dimension>" its vectors came from
+VECTORS_BEHIND = "vectors_behind"  # store meta: "1" while the index may miss writes
+
+_STORED_CHUNK = 1000  # ids per read of stored vectors
+
+Meta = dict[str, str | int | float | bool]
+
+
+def vector_meta(m: Memory) -> Meta:
+    """The metadata the index keeps with a vector (the status and kind filters)."""
+    return {"status": m.status.value, "kind": m.kind.value}
+
+
+def index(
+    ctx: EngineContext,
+    namespace: str,
+    new: Sequence[tuple[Memory, Vector]],
+    restatus: Sequence[Memory],
+    *,
+    behind: bool = False,
+) -> None:
+    """Bring the derived vector index in step after a committed write. `behind`
+    (observe) queues the write for the index writer when `policy.index_async`, so the
+    caller does not wait for the vector index."""
+    if behind and ctx.policy.index_async:  # the writer keeps the embeddings too
+        ctx.indexer.submit(
+            namespace,
+            [VectorItem(m.id, v, vector_meta(m)) for m, v in new],
+            [(m.id, vector_meta(m)) for m in restatus],
+        )
+        return
+    if new:
+        keep_embeddings(ctx, namespace, {m.id: v for m, v in new})
+    try:
+        if new:
+            ctx.vectors.upsert(namespace, [VectorItem(m.id, v, vector_meta(m)) for m, v in new])
+        if restatus:
+            ctx.vectors.set_metadata(
+                namespace, [m.id for m in restatus], [vector_meta(m) for m in restatus]
+            )
+    except Exception as e:  # the record is safe; the index is behind
+        log.warning("vector index update failed (%s); run `reverie repair`", e)
+        ctx.store.set_meta(VECTORS_BEHIND, "1")
+
+
+def write_queued(
+    ctx: EngineContext,
+    namespace: str,
+    new: Sequence[VectorItem],
+    restatus: Sequence[tuple[str, Mapping[str, str | int | float | bool]]],
+) -> None:
+    """One merged batch of the index writer (core/indexing.py), applied."""
+    if new:
+        keep_embeddings(ctx, namespace, {it.id: it.vector for it in new})
+        ctx.vectors.upsert(namespace, new)
+    if restatus:
+        ctx.vectors.set_metadata(namespace, [i for i, _ in restatus], [m for _, m in restatus])
+
+
+def queued_write_failed(ctx: EngineContext) -> None:
+    """A background index write gave up: flag the index for `repair()`, as a failed
+    inline write does."""
+    ctx.store.set_meta(VECTORS_BEHIND, "1")
+
+
+def keep_embeddings(ctx: EngineContext, namespace: str, vectors: Mapping[str, Vector]) -> None:
+    """Keep vectors beside their records where the store can (`KeepsEmbeddings`): recall
+    then scores lexical-only candidates without a round trip to the vector index. Best
+    effort like the index itself: without them recall asks the index, and `repair` fills
+    them in."""
+    put = ctx.caps.put_embeddings
+    if put is None or not vectors:
+        return
+    try:
+        put(namespace, vectors)
+    except Exception as e:
+        log.warning("keeping embeddings beside the records failed (%s)", e)
+
+
+def kept_embeddings(ctx: EngineContext, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+    """The embeddings kept beside the records that fit the current embedder."""
+    kept = ctx.caps.embeddings
+    if kept is None or not ids:
+        return {}
+    dim = (ctx.embedder.dimension,)
+    return {i: v for i, v in kept(namespace, ids).items() if v.shape == dim}
+
+
+def backfill_embeddings(ctx: EngineContext, namespace: str, ids: Sequence[str]) -> None:
+    """Records indexed before embeddings were kept beside them (or whose keeping
+    failed) get them from the vector index, which holds the same model output."""
+    fetch = ctx.caps.stored_vectors
+    if fetch is None or ctx.caps.put_embeddings is None:
+        return
+    lacking = [i for i in ids if i not in kept_embeddings(ctx, namespace, ids)]
+    if lacking:
+        keep_embeddings(ctx, namespace, fetch(namespace, lacking))
+
+
+def stored_or_embedded(ctx: EngineContext, namespace: str, memories: Sequence[Memory]) -> Vector:
+    """Vectors for clustering: those kept beside the records, else the index's stored
+    ones where it hands them out (`HandsOutVectors`), embedded otherwise: re-embedding
+    every flagged memory would cost the cycle far more model time than reading."""
+    fetch = ctx.caps.stored_vectors
+    stored: dict[str, Vector] = {}
+    dim = ctx.embedder.dimension
+    for i in range(0, len(memories), _STORED_CHUNK):
+        ids = [m.id for m in memories[i : i + _STORED_CHUNK]]
+        stored.update(kept_embeddings(ctx, namespace, ids))
+        rest = [j for j in ids if j not in stored]
+        if fetch is not None and rest:
+            got = fetch(namespace, rest)
+            stored.update({k: v for k, v in got.items() if np.shape(v) == (dim,)})
+    missing = [m for m in memories if m.id not in stored]
+    if missing:
+        stored.update(zip((m.id for m in missing), ctx.embed_memories(missing), strict=True))
+    if not memories:
+        return np.zeros((0, ctx.embedder.dimension), dtype=np.float32)
+    return np.stack([stored[m.id] for m in memories]).astype(np.float32)

@@ -1,0 +1,420 @@
+"""The write path: observe traces, remember facts, and the small updates (confirm, pin).
+
+No LLM call here; every write is one atomic, compare-and-set `WriteBatch` (retried on
+a concurrent-write conflict), then the vector index is brought in step. An exact
+repeat of a text adds a source to the memory that holds it; a free-text correction
+("actually", "moved to") supersedes the most similar earlier trace; a fact with a new
+value for its key supersedes the current unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from . import vector_sync
+from .cas import retry_conflicts
+from .clock import utc
+from .context import EngineContext
+from .errors import ConflictError, InvalidInput, NotFound
+from .extraction import ExtractionReport, extract_from_traces
+from .models import (
+    Edge,
+    EdgeType,
+    Fact,
+    Kind,
+    Memory,
+    Status,
+    Tier,
+    check_unit,
+    fact_key,
+    normalize_phrase,
+    parse_kind,
+)
+from .ports import Synthesizer, Vector, WriteBatch
+from .scoring import next_confidence, qualifies_as_crystal
+from .text import content_hash, extract_entities, initial_importance, is_correction, strip_speaker
+
+_ENTITIES_LINKED = 8  # entities of a new memory that get entity edges
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One item for `observe_many`; the fields mirror `observe`'s arguments."""
+
+    text: str
+    source: str | None = None
+    at: datetime | None = None
+    kind: Kind | str = Kind.EPISODIC
+    importance: float | None = None
+    entities: Iterable[str] | None = None
+    metadata: Mapping[str, Any] | None = None
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """An observation validated and turned into its trace, before anything is written."""
+
+    memory: Memory
+    digest: str
+    source: str
+    when: datetime
+    correction: bool
+
+
+class WritePath:
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+
+    # ------------------------------------------------------------------ traces
+
+    def observe_many(
+        self,
+        items: Iterable[Observation | str],
+        namespace: str | None,
+        batch_size: int,
+        progress: Callable[[int], None] | None,
+    ) -> list[Memory]:
+        ctx = self.ctx
+        ns = ctx.namespace(namespace, index=False)  # a write: its vectors may stay queued
+        prepared = [
+            self.prepare(ns, it if isinstance(it, Observation) else Observation(it))
+            for it in items
+        ]
+        out: list[Memory] = []
+        for i in range(0, len(prepared), batch_size):
+            chunk = prepared[i : i + batch_size]
+            fresh = [p for p in chunk if ctx.store.find_by_hash(ns, p.digest) is None]
+            embedded: Sequence[Vector] | Vector = (
+                ctx.embed([p.memory.text for p in fresh]) if fresh else []
+            )
+            vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
+            pending: list[tuple[Memory, Vector]] = []
+            restatus: list[Memory] = []
+            for p in chunk:
+                vec = vecs.get(id(p))
+                existing = ctx.store.find_by_hash(ns, p.digest) if vec is None else None
+                if existing is not None:
+                    out.append(self._fold(ns, existing.id, p.source, p.when))
+                else:
+                    if vec is None:  # its twin was forgotten since the chunk began
+                        vec = ctx.embed([p.memory.text])[0]
+                    if p.correction:  # the target may be in this very chunk, or queued
+                        ctx.indexer.flush(ns)
+                        vector_sync.index(ctx, ns, pending, restatus)
+                        pending, restatus = [], []
+                    stored, superseded, created = self._write_trace(ns, p, vec)
+                    out.append(stored)
+                    if created:
+                        pending.append((stored, vec))
+                    if superseded is not None:
+                        restatus.append(superseded)
+                if progress is not None:
+                    progress(1)
+            vector_sync.index(ctx, ns, pending, restatus, behind=True)
+        return out
+
+    def prepare(self, ns: str, item: Observation) -> Prepared:
+        """Validate one observation and build its trace (nothing is written)."""
+        ctx = self.ctx
+        text = ctx.check_text(item.text)
+        when = ctx.now(item.at)
+        src = item.source if item.source is not None else f"observe:{ctx.new_id()}"
+        if not isinstance(src, str) or not src.strip():
+            raise InvalidInput("source must be non-empty text")
+        if item.importance is not None:
+            check_unit("importance", item.importance)
+        # a speaker prefix ("Caroline: ...") names who spoke, not what it is about: as an
+        # entity it would tie every line of a speaker into one meaningless hub
+        ents = (
+            frozenset(e.casefold() for e in item.entities)
+            if item.entities is not None
+            else extract_entities(strip_speaker(text))
+        )
+        memory = Memory(
+            id=ctx.new_id(),
+            namespace=ns,
+            kind=parse_kind(item.kind),
+            tier=Tier.TRACE,
+            text=text,
+            created_at=when,
+            importance=item.importance
+            if item.importance is not None
+            else initial_importance(text, ctx.policy, ents),
+            confidence=ctx.policy.initial_confidence_trace,
+            sources=frozenset({src}),
+            entities=ents,
+            metadata=dict(item.metadata or {}),
+            pinned=item.pinned,
+        )
+        return Prepared(memory, content_hash(text), src, when, is_correction(text))
+
+    def _write_trace(
+        self, ns: str, p: Prepared, vec: Vector
+    ) -> tuple[Memory, Memory | None, bool]:
+        store = self.ctx.store
+        memory = p.memory
+        edges = self._entity_edges(ns, memory)
+
+        def attempt() -> tuple[Memory, Memory | None, bool]:
+            old = self._correction_target(ns, memory.text, vec, p.when) if p.correction else None
+            puts = [memory]
+            batch_edges = list(edges)
+            superseded = None
+            if old is not None:
+                superseded = old.evolve(
+                    status=Status.SUPERSEDED, superseded_by=memory.id, valid_to=p.when,
+                    updated_at=p.when,
+                )
+                puts.append(superseded)
+                batch_edges.append(Edge(memory.id, old.id, EdgeType.SUPERSEDES, 1.0))
+            store.commit(WriteBatch(ns, tuple(puts), tuple(batch_edges)))
+            return memory, superseded, True
+
+        try:
+            return retry_conflicts(attempt)
+        except ConflictError:
+            # Someone stored the same text between our lookup and our write: fold into it.
+            again = store.find_by_hash(ns, p.digest)
+            if again is None:
+                raise
+            return self._fold(ns, again.id, p.source, p.when), None, False
+
+    def _fold(self, namespace: str, memory_id: str, source: str, when: datetime) -> Memory:
+        """A repeat from another source: one more source, more confidence, a fresh clock."""
+        store = self.ctx.store
+
+        def attempt() -> Memory:
+            cur = store.get(namespace, memory_id)
+            if cur is None:
+                raise NotFound(f"memory {memory_id} vanished while folding a repeat")
+            if source in cur.sources:
+                return cur
+            nxt = self._with_source(cur, source, when)
+            store.commit(WriteBatch(namespace, (nxt,)))
+            return nxt
+
+        return retry_conflicts(attempt)
+
+    def _correction_target(
+        self, namespace: str, text: str, vec: Vector, when: datetime
+    ) -> Memory | None:
+        """The free-text memory a correction replaces: the most similar earlier active
+        trace without a fact key, if it is similar enough to be about the same thing."""
+        ctx = self.ctx
+        hits = ctx.vectors.query(namespace, vec, 5, {"status": Status.ACTIVE.value})
+        close = [h for h in hits if h.similarity >= ctx.policy.correction_similarity]
+        if not close:
+            return None
+        found = ctx.store.get_many(namespace, [h.id for h in close])
+        for h in close:
+            m = found.get(h.id)
+            if (
+                m is not None
+                and m.is_active
+                and m.key is None
+                and m.created_at <= when
+                and content_hash(m.text) != content_hash(text)
+            ):
+                return m
+        return None
+
+    # ------------------------------------------------------------------ facts
+
+    def remember(
+        self,
+        subject: str,
+        predicate: str,
+        object: str,
+        *,
+        namespace: str | None,
+        source: str | None,
+        kind: Kind | str,
+        at: datetime | None,
+        importance: float | None,
+        confidence: float | None,
+        text: str | None,
+        metadata: Mapping[str, Any] | None,
+        index: bool,
+    ) -> Memory:
+        ctx = self.ctx
+        ns = ctx.namespace(namespace)
+        k = parse_kind(kind)
+        if k is Kind.EPISODIC:
+            raise InvalidInput("facts are semantic or procedural; use observe() for episodes")
+        fact = Fact(
+            ctx.check_text(subject, "subject"),
+            ctx.check_text(predicate, "predicate"),
+            ctx.check_text(object, "object"),
+        )
+        body = ctx.check_text(text if text is not None else f"{subject} {predicate} {object}")
+        when = ctx.now(at)
+        src = source if source is not None else f"remember:{ctx.new_id()}"
+        key = fact_key(k, subject, predicate)
+        for name, v in (("importance", importance), ("confidence", confidence)):
+            if v is not None:
+                check_unit(name, v)
+        vec: Vector | None = None
+
+        def attempt() -> tuple[Memory, Memory | None, bool]:
+            nonlocal vec
+            versions = ctx.store.find_by_key(ns, key)
+            current = next((v for v in reversed(versions) if v.is_active), None)
+            wanted = normalize_phrase(object)
+            for v in versions:  # a replay (this source already said this) changes nothing
+                if v.fact is not None and src in v.sources and (
+                    normalize_phrase(v.fact.object) == wanted
+                ):
+                    return v, None, False
+            if current is not None and current.fact is not None and (
+                normalize_phrase(current.fact.object) == wanted
+            ):
+                nxt = self._with_source(current, src, when)
+                ctx.store.commit(WriteBatch(ns, (nxt,)))
+                return nxt, None, False
+            if vec is None and index:
+                vec = ctx.embed([body])[0]
+            start = max(when, current.valid_since) if current is not None else when
+            unit = self._promote(
+                Memory(
+                    id=ctx.new_id(),
+                    namespace=ns,
+                    kind=k,
+                    tier=Tier.UNIT,
+                    text=body,
+                    fact=fact,
+                    key=key,
+                    created_at=start,
+                    importance=importance
+                    if importance is not None
+                    else initial_importance(body, ctx.policy),
+                    confidence=confidence
+                    if confidence is not None
+                    else ctx.policy.initial_confidence_unit,
+                    sources=frozenset({src}),
+                    entities=extract_entities(f"{subject} {object}")
+                    | {normalize_phrase(subject)},
+                    metadata=dict(metadata or {}),
+                )
+            )
+            puts = [unit]
+            edges = self._entity_edges(ns, unit)
+            old = None
+            if current is not None:
+                old = current.evolve(
+                    status=Status.SUPERSEDED, superseded_by=unit.id, valid_to=start,
+                    updated_at=start,
+                )
+                puts.append(old)
+                edges.append(Edge(unit.id, current.id, EdgeType.SUPERSEDES, 1.0))
+            ctx.store.commit(WriteBatch(ns, tuple(puts), tuple(edges)))
+            return unit, old, True
+
+        stored, superseded, created = retry_conflicts(attempt)
+        if created:
+            vector_sync.index(
+                ctx,
+                ns,
+                [(stored, vec)] if vec is not None else [],
+                [superseded] if superseded else [],
+            )
+        return stored
+
+    def extract_facts(
+        self, synthesizer: Synthesizer, namespace: str | None, since: datetime | None
+    ) -> ExtractionReport:
+        ctx = self.ctx
+        ns = ctx.namespace(namespace)
+        start = utc(since) if since is not None else None
+        traces = [
+            m
+            for m in ctx.store.scan(ns, statuses=[Status.ACTIVE], tiers=[Tier.TRACE])
+            if start is None or m.created_at >= start
+        ]
+        traces.sort(key=lambda m: (m.created_at, m.id))
+        report = ExtractionReport(traces=len(traces))
+        size = ctx.policy.extraction_batch_size
+        for i in range(0, len(traces), size):
+            chunk = traces[i : i + size]
+            batch = extract_from_traces(chunk, synthesizer, ctx.policy)
+            report.add(batch)
+            when = {t.id: t.created_at for t in chunk}
+            for f in batch.facts:
+                report.memories.append(
+                    self.remember(
+                        f.subject, f.predicate, f.object,
+                        namespace=ns, source=f.trace_id, kind=Kind.SEMANTIC,
+                        at=when[f.trace_id], importance=None, confidence=None, text=None,
+                        metadata=None, index=True,
+                    )
+                )
+        return report
+
+    # ------------------------------------------------------------------ updates
+
+    def confirm(self, memory_id: str, namespace: str | None) -> Memory:
+        now = self.ctx.clock.now()
+        return self._update(
+            memory_id,
+            namespace,
+            lambda m: m
+            if m.user_confirmed
+            else self._promote(m.evolve(user_confirmed=True, updated_at=now)),
+        )
+
+    def pin(self, memory_id: str, namespace: str | None, pinned: bool) -> Memory:
+        now = self.ctx.clock.now()
+        return self._update(
+            memory_id,
+            namespace,
+            lambda m: m if m.pinned == pinned else m.evolve(pinned=pinned, updated_at=now),
+        )
+
+    def _update(
+        self, memory_id: str, namespace: str | None, change: Callable[[Memory], Memory]
+    ) -> Memory:
+        store = self.ctx.store
+        ns = self.ctx.namespace(namespace)
+
+        def attempt() -> Memory:
+            cur = store.get(ns, memory_id)
+            if cur is None:
+                raise NotFound(f"no memory {memory_id!r} in namespace {ns!r}")
+            nxt = change(cur)
+            if nxt is not cur:
+                store.commit(WriteBatch(ns, (nxt,)))
+            return nxt
+
+        return retry_conflicts(attempt)
+
+    # ------------------------------------------------------------------ shared steps
+
+    def _with_source(self, m: Memory, source: str, when: datetime) -> Memory:
+        """One more independent source: a confidence step, a fresh clock, maybe a crystal."""
+        return self._promote(
+            m.evolve(
+                sources=m.sources | {source},
+                confidence=next_confidence(m.confidence, self.ctx.policy),
+                last_accessed_at=max(m.last_access, when),
+                updated_at=when,
+            )
+        )
+
+    def _promote(self, m: Memory) -> Memory:
+        if m.tier in (Tier.TRACE, Tier.UNIT) and qualifies_as_crystal(m, self.ctx.policy):
+            return m.evolve(tier=Tier.CRYSTAL, version=m.version)
+        return m
+
+    def _entity_edges(self, namespace: str, memory: Memory) -> list[Edge]:
+        limit = self.ctx.policy.entity_link_limit
+        if limit <= 0:
+            return []
+        linked: dict[str, Edge] = {}
+        for entity in sorted(memory.entities)[:_ENTITIES_LINKED]:
+            for other in self.ctx.store.find_by_entity(namespace, entity, limit):
+                if other.id != memory.id and other.id not in linked:
+                    linked[other.id] = Edge(memory.id, other.id, EdgeType.ENTITY, 1.0)
+        return list(linked.values())
