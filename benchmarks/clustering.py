@@ -352,7 +352,8 @@ def speed(sizes: Sequence[int], policy_params: dict[str, Any], hdbscan_max: int)
         )
         t0 = time.perf_counter()
         knn(
-            vecs, policy.cluster_knn, min_sim=min(policy.cluster_theta, policy.cluster_entity_theta)
+            vecs, policy.maintenance.cluster_knn,
+            min_sim=min(policy.maintenance.cluster_theta, policy.maintenance.cluster_entity_theta)
         )
         knn_s = time.perf_counter() - t0
         out.append(
@@ -564,7 +565,7 @@ def hnsw_compare(n_groups: int) -> dict[str, Any]:
     ents = [entities_of(t) for t in texts]
     ids = [f"c{i:05d}" for i in range(len(texts))]
     policy = Policy()
-    k = policy.cluster_knn
+    k = policy.maintenance.cluster_knn
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         index = ChromaIndex.embedded(Path(tmp) / "chroma")

@@ -41,8 +41,8 @@ def measure(n: int, tmp: Path) -> dict[str, Any]:
     from reverie.integrations.chroma.index import ChromaIndex
 
     policy = Policy()
-    k = policy.cluster_knn
-    bar = min(policy.cluster_theta, policy.cluster_entity_theta)
+    k = policy.maintenance.cluster_knn
+    bar = min(policy.maintenance.cluster_theta, policy.maintenance.cluster_entity_theta)
     _, vecs, _ = synthetic(n)
     ids = [f"m{i:06d}" for i in range(n)]
     t0 = time.perf_counter()
@@ -55,7 +55,7 @@ def measure(n: int, tmp: Path) -> dict[str, Any]:
             index.upsert("b", [VectorItem(ids[i], vecs[i]) for i in range(s, min(s + 2000, n))])
         fill_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        found = index.neighbors("b", ids, k * policy.cluster_neighbor_overfetch)
+        found = index.neighbors("b", ids, k * policy.maintenance.cluster_neighbor_overfetch)
         query_s = time.perf_counter() - t0
     finally:
         index.close()

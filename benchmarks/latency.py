@@ -5,7 +5,7 @@ Recall is timed with the query's embedding excluded (query vectors are computed
 first and served from a cache), so the ratio shows what reverie adds on top of the
 vector search: the lexical channel, fusion, graph expansion, decay scoring, and
 (by default) the access-reinforcement write. Reinforcement is measured three ways in the
-same run: written behind the caller (Policy.reinforce_async, the default) back to back,
+same run: written behind the caller (Policy.background.reinforce_async, the default) back to back,
 the same with the queue drained between calls outside the timing (an agent that does
 anything between recalls, e.g. an LLM call), and written before recall returns (sync).
 The baseline and the modes are interleaved query by query over several rounds, so noise
@@ -108,7 +108,7 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
     # cannot be interleaved: it runs as a block per round.
     modes: dict[str, Any] = {
         "raw10": lambda q, v: raw_one(v, 10),
-        "raw50": lambda q, v: raw_one(v, engine.policy.candidate_pool),
+        "raw50": lambda q, v: raw_one(v, engine.policy.retrieval.candidate_pool),
         "no_reinforce": lambda q, v: recall_one(q, False),
         "drained": lambda q, v: recall_one(q, True),
         "sync": lambda q, v: recall_one(q, True, sync),

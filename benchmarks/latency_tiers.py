@@ -313,7 +313,7 @@ def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]
     time goes: the dense query, the lexical search, reading 20 records, the
     reinforcement write (touch of 10 ids), and placing 50 candidates in time for conversation
     context from full records (get_many) vs the light `created_times`."""
-    pool = engine.policy.candidate_pool
+    pool = engine.policy.retrieval.candidate_pool
     vecs = engine.embedder.embed(list(queries))
     ids = [h.id for h in engine.vectors.query(ns, vecs[0], 20)]
     ids50 = [h.id for h in engine.vectors.query(ns, vecs[0], 50)]
@@ -327,7 +327,7 @@ def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]
         t2 = time.perf_counter()
         engine.store.get_many(ns, ids)
         t3 = time.perf_counter()
-        engine.store.touch(ns, ids[:10], when, engine.policy.access_window)
+        engine.store.touch(ns, ids[:10], when, engine.policy.decay.access_window)
         t4 = time.perf_counter()
         engine.store.get_many(ns, ids50)
         t5 = time.perf_counter()
@@ -670,7 +670,7 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
         "start barrier until the last worker has observed its texts and written every "
         "vector (`engine.flush()`). Vectors: `outbox` = written behind observe and through "
         "the namespace's Redis outbox, drained by one worker at a time for everyone "
-        "(Policy.index_async and index_outbox, the default); `behind` = written behind "
+        "(Policy.background.index_async and index_outbox, the default); `behind` = written behind "
         "observe, each worker's engine upserting its own batches (index_outbox=False); "
         "`inline` = each observe writes its own vector before returning (index_async=False, "
         "the oldest path); modes listed in one table were measured in the same run. "

@@ -6,7 +6,7 @@ importance, entities: row i of every field is memory i), gets a strategy with
 indices. The contract every strategy keeps, because the cycle relies on it:
 
 - each group has at least 2 members (a singleton has nothing to merge with);
-- no index is in two groups; no group is larger than `policy.cluster_max_size`;
+- no index is in two groups; no group is larger than `policy.maintenance.cluster_max_size`;
 - each group is sorted, the groups are sorted by their first index;
 - the answer depends on the memories, not on the order they were passed in: the input
   is put in a canonical order (by id) before any work, so a permutation of the input
@@ -38,7 +38,7 @@ k-NN is the n^2 part of every strategy (benchmarks/results/clustering.md has the
 and the defaults' quality). A caller with an approximate neighbour graph (the vector
 index's HNSW) passes it as `ClusterInput.neighbors`, and union-find and recombination
 search only those candidates; a query to the index has a fixed cost, so the cycle does
-that only above `policy.cluster_index_knn_min` flagged memories
+that only above `policy.maintenance.cluster_index_knn_min` flagged memories
 (benchmarks/results/knn_speed.md).
 """
 
@@ -92,8 +92,8 @@ _candidate_knn = candidate_knn  # the name benchmarks/knn_speed.py imports
 
 def _link_edges(items: ClusterInput, policy: Policy) -> list[tuple[float, int, int]]:
     """k-NN links that count: similarity >= theta, or a shared entity and >= entity theta."""
-    bar = min(policy.cluster_theta, policy.cluster_entity_theta)
-    idx, sim = nearest(items, items.vectors, policy.cluster_knn, min_sim=bar)
+    bar = min(policy.maintenance.cluster_theta, policy.maintenance.cluster_entity_theta)
+    idx, sim = nearest(items, items.vectors, policy.maintenance.cluster_knn, min_sim=bar)
     edges: dict[tuple[int, int], float] = {}
     for i in range(idx.shape[0]):
         ent_i = items.entities[i]
@@ -101,8 +101,8 @@ def _link_edges(items: ClusterInput, policy: Policy) -> list[tuple[float, int, i
             j, s = int(j_raw), float(s_raw)
             if j < 0:
                 break
-            linked = s >= policy.cluster_theta or (
-                s >= policy.cluster_entity_theta and bool(ent_i & items.entities[j])
+            linked = s >= policy.maintenance.cluster_theta or (
+                s >= policy.maintenance.cluster_entity_theta and bool(ent_i & items.entities[j])
             )
             if linked:
                 edges[(min(i, j), max(i, j))] = s
@@ -150,7 +150,7 @@ def _union_find(items: ClusterInput, policy: Policy) -> Groups:
     n = len(items)
     edges = _link_edges(items, policy)
     ds = DisjointSet(n)
-    cap = policy.cluster_max_size
+    cap = policy.maintenance.cluster_max_size
     for _, a, b in edges:  # strongest links first; a join past the cap is refused
         ra, rb = ds.find(a), ds.find(b)
         if ra != rb and ds.size[ra] + ds.size[rb] <= cap:
@@ -165,7 +165,8 @@ def _union_find(items: ClusterInput, policy: Policy) -> Groups:
     for root, members in comps.items():
         if len(members) >= 2:
             inner = [e for e in by_member.get(root, []) if ds.find(e[2]) == root]
-            out.extend(_guard(items.vectors, members, inner, policy.cluster_medoid_theta))
+            medoid_theta = policy.maintenance.cluster_medoid_theta
+            out.extend(_guard(items.vectors, members, inner, medoid_theta))
     return out
 
 
@@ -198,12 +199,12 @@ def _hdbscan(items: ClusterInput, policy: Policy) -> Groups:
 
         raise MissingExtra("scikit-learn for the hdbscan clusterer", "local") from exc
     n = len(items)
-    if n < policy.cluster_hdbscan_min_cluster_size:
+    if n < policy.maintenance.cluster_hdbscan_min_cluster_size:
         return []
-    space = _pca(items.vectors, policy.cluster_pca_dims)
+    space = _pca(items.vectors, policy.maintenance.cluster_pca_dims)
     labels = HDBSCAN(
-        min_cluster_size=policy.cluster_hdbscan_min_cluster_size,
-        min_samples=min(policy.cluster_hdbscan_min_samples, n),
+        min_cluster_size=policy.maintenance.cluster_hdbscan_min_cluster_size,
+        min_samples=min(policy.maintenance.cluster_hdbscan_min_samples, n),
         metric="euclidean",
         copy=True,
     ).fit_predict(space)
@@ -213,7 +214,7 @@ def _hdbscan(items: ClusterInput, policy: Policy) -> Groups:
             clusters.setdefault(int(lab), []).append(i)
     out: Groups = []
     for members in clusters.values():
-        out.extend(split_to_cap(items.vectors, members, policy.cluster_max_size))
+        out.extend(split_to_cap(items.vectors, members, policy.maintenance.cluster_max_size))
     return out
 
 
@@ -245,11 +246,11 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
     if n < 2:
         return [], []
     vecs = unit_rows(np.asarray(items.vectors))
-    p2 = 2.0 * policy.cluster_recomb_p
-    log_r2 = 2.0 * math.log(policy.cluster_recomb_radius)
-    max_dist = policy.cluster_recomb_cut
-    cap = policy.cluster_max_size
-    floor = policy.cluster_recomb_weight_floor
+    p2 = 2.0 * policy.maintenance.cluster_recomb_p
+    log_r2 = 2.0 * math.log(policy.maintenance.cluster_recomb_radius)
+    max_dist = policy.maintenance.cluster_recomb_cut
+    cap = policy.maintenance.cluster_max_size
+    floor = policy.maintenance.cluster_recomb_weight_floor
     w0 = np.maximum(np.asarray(items.importance, dtype=np.float64), floor)
 
     # live clusters: id -> (unit vector, weight, members); ids grow, so ties resolve by age
@@ -257,7 +258,7 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
     weight: dict[int, float] = {i: float(w0[i]) for i in range(n)}
     members: dict[int, list[int]] = {i: [i] for i in range(n)}
     adj: dict[int, set[int]] = {i: set() for i in range(n)}
-    idx, sim = nearest(items, vecs, policy.cluster_knn, min_sim=1.0 - max_dist)
+    idx, sim = nearest(items, vecs, policy.maintenance.cluster_knn, min_sim=1.0 - max_dist)
     for i in range(n):
         for j_raw, s in zip(idx[i], sim[i], strict=True):
             j = int(j_raw)

@@ -173,7 +173,7 @@ def flag(
     out: list[tuple[Memory, float]] = []
     for m in candidates:
         imp = importance_score(m, degrees.get(m.id, 0), now, policy)
-        if imp < policy.consolidation_tau:
+        if imp < policy.maintenance.consolidation_tau:
             out.append((m, imp))
     return out
 
@@ -192,8 +192,9 @@ def flagged_neighbors(
     has no `neighbors`, the policy turns it off, or fewer memories are flagged than
     `cluster_index_knn_min` (below it the exact k-NN is faster). A flagged memory the index does not
     hold gets its candidates by exact search against the flagged vectors (m x n, not n^2)."""
-    want = policy.cluster_knn * policy.cluster_neighbor_overfetch
-    if neighbors_of is None or want <= 0 or len(flagged) < max(policy.cluster_index_knn_min, 2):
+    want = policy.maintenance.cluster_knn * policy.maintenance.cluster_neighbor_overfetch
+    index_min = max(policy.maintenance.cluster_index_knn_min, 2)
+    if neighbors_of is None or want <= 0 or len(flagged) < index_min:
         return None
     ids = [m.id for m, _ in flagged]
     pos = {i: row for row, i in enumerate(ids)}
@@ -257,7 +258,7 @@ def synthesize_group(
     synthesizer: Synthesizer | ExtractiveSynthesizer | None,
     policy: Policy,
 ) -> GroupSynthesis:
-    """One cluster's payload: the LLM's, validated, with up to `policy.synthesis_retries`
+    """One cluster's payload: the LLM's, validated, with up to `synthesis_retries`
     re-asks that show the model what was wrong; else the extractive synthesis.
 
     Any failure of the synthesizer (garbage, truncated JSON, a timeout, a bug in a
@@ -270,10 +271,10 @@ def synthesize_group(
     prompt = build_prompt(members)
     asked = prompt
     errors: list[str] = []
-    for attempt in range(1, policy.synthesis_retries + 2):
+    for attempt in range(1, policy.maintenance.synthesis_retries + 2):
         try:
             raw = synthesizer.synthesize(asked, SYNTHESIS_SCHEMA)
-            payload = validate_payload(raw, members, max_chars=policy.max_text_chars)
+            payload = validate_payload(raw, members, max_chars=policy.funnel.max_text_chars)
             return GroupSynthesis(payload, name, attempt)
         except Exception as e:  # every failure is reported; none may lose the members
             errors.append(_describe(e))
@@ -302,7 +303,7 @@ def synthesize_all(
             if progress is not None:
                 progress("synthesize", i, total)
         return out
-    workers = max(1, min(max_workers or policy.synthesis_max_workers, total))
+    workers = max(1, min(max_workers or policy.maintenance.synthesis_max_workers, total))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reverie-synth") as pool:
         futures = [pool.submit(synthesize_group, g, synthesizer, policy) for g in groups]
         results = []
@@ -479,7 +480,7 @@ def run_cycle(
     if dry_run:
         cycle()
     else:
-        with store.lock(namespace, policy.consolidation_lock_seconds):
+        with store.lock(namespace, policy.maintenance.consolidation_lock_seconds):
             cycle()
     report.nodes_after = store.count(namespace).get("status:active", 0)
     report.seconds = time.perf_counter() - started

@@ -66,10 +66,11 @@ class EngineContext:
     def check_text(self, text: object, what: str = "text") -> str:
         if not isinstance(text, str) or not text.strip():
             raise EmptyText(f"{what} is empty: pass the words to remember")
-        if len(text) > self.policy.max_text_chars:
+        if len(text) > self.policy.funnel.max_text_chars:
             raise TextTooLong(
                 f"{what} has {len(text)} characters, over the limit of "
-                f"{self.policy.max_text_chars}: split it, or raise Policy.max_text_chars"
+                f"{self.policy.funnel.max_text_chars}: split it, or raise"
+                " Policy.funnel.max_text_chars"
             )
         return text
 
@@ -104,11 +105,11 @@ class EngineContext:
 
     def touch(self, namespace: str, ids: Sequence[str], at: datetime) -> None:
         """Access reinforcement written now (the background reinforcement's single write)."""
-        self.store.touch(namespace, ids, at, self.policy.access_window)
+        self.store.touch(namespace, ids, at, self.policy.decay.access_window)
 
     def touch_many(
         self, namespace: str, events: Sequence[tuple[Sequence[str], datetime]]
     ) -> None:
         """Several recalls' touches in one atomic write (a `TouchesMany` store only)."""
         assert self.caps.touch_many is not None
-        self.caps.touch_many(namespace, events, self.policy.access_window)
+        self.caps.touch_many(namespace, events, self.policy.decay.access_window)

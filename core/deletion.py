@@ -10,7 +10,7 @@ Two rules hold here (DESIGN.md, "Eviction and GC"):
   restore rather than re-synthesize: it needs no LLM, is correct whatever the
   synthesizer wrote, and a re-synthesis happens anyway at the next cycle.
 - GC deletes, for real, archived memories whose decayed salience is below
-  `policy.gc_salience`, except `retention_exempt` ones (a compliance hold). Archived
+  `policy.maintenance.gc_salience`, except `retention_exempt` ones (a compliance hold). Archived
   memories only: anything still active is first distilled by the sweep
   (core/eviction.py).
 
@@ -231,7 +231,7 @@ def gc_candidate(memory: Memory, now: datetime, policy: Policy) -> bool:
         memory.status is Status.ARCHIVED
         and not memory.retention_exempt
         and not never_decays(memory)
-        and decay_score(memory, now, policy) < policy.gc_salience
+        and decay_score(memory, now, policy) < policy.maintenance.gc_salience
     )
 
 
@@ -242,7 +242,7 @@ def gc(
     dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> GcReport:
-    """Delete archived memories that decayed below `policy.gc_salience` (0.01).
+    """Delete archived memories that decayed below `policy.maintenance.gc_salience` (0.01).
 
     An archived synthesis node that still summarizes consolidated members is deleted
     only when it was itself absorbed into a live node: its members are re-pointed to
@@ -276,7 +276,8 @@ def _gc_namespace(
         stats["examined"] += 1
         if progress is not None:
             progress(1)
-        if decay_score(m, now, deps.policy) >= deps.policy.gc_salience or never_decays(m):
+        floor = deps.policy.maintenance.gc_salience
+        if decay_score(m, now, deps.policy) >= floor or never_decays(m):
             continue
         if m.retention_exempt:
             stats["kept_exempt"] += 1

@@ -129,19 +129,21 @@ class MemoryEngine:
         # the REM cycle's LLM (None: the extractive synthesizer, no LLM)
         self.synthesizer = synthesizer
         # recall's access reinforcement, written behind the caller when
-        # policy.reinforce_async (core/reinforcement.py); its thread starts on first use
+        # policy.background.reinforce_async (core/reinforcement.py); its thread starts on first use
         self._reinforcer = Reinforcer(
-            self._touch, capacity=policy.reinforce_queue, retries=policy.reinforce_retries,
+            self._touch, capacity=policy.background.reinforce_queue,
+            retries=policy.background.reinforce_retries,
             linger=(
-                policy.reinforce_linger_shared_seconds if caps.store_remote
-                else policy.reinforce_linger_seconds
+                policy.background.reinforce_linger_shared_seconds if caps.store_remote
+                else policy.background.reinforce_linger_seconds
             ),
             apply_many=self._touch_many if caps.touch_many is not None else None,
         )
         # observe's new vectors, written behind the caller in batches when
-        # policy.index_async (core/indexing.py); its thread starts on first use
+        # policy.background.index_async (core/indexing.py); its thread starts on first use
         self._indexer = IndexWriter(
-            self._write_queued, capacity=policy.index_queue, retries=policy.index_retries,
+            self._write_queued, capacity=policy.background.index_queue,
+            retries=policy.background.index_retries,
             on_failure=self._queued_write_failed,
         )
         self._wire(EngineContext(
@@ -158,7 +160,7 @@ class MemoryEngine:
             reinforcer=self._reinforcer,
             indexer=self._indexer,
             pool=ThreadPoolExecutor(max_workers=2, thread_name_prefix="reverie-recall"),
-            retrievals=RetrievalLog(policy.trigger_retrieval_window),
+            retrievals=RetrievalLog(policy.maintenance.trigger_retrieval_window),
         ))
         if check_embedder:  # off only to re-embed a store after a model change
             self._admin.check_embedder()
@@ -304,7 +306,7 @@ class MemoryEngine:
         since: datetime | None = None,
     ) -> ExtractionReport:
         """Facts from the namespace's active traces (created at or after `since`), asked
-        of an LLM in batches of `policy.extraction_batch_size` and written with
+        of an LLM in batches of `policy.funnel.extraction_batch_size` and written with
         `remember(..., source=<trace id>)` at the trace's time. Off the hot path; a re-run
         changes nothing (a source that already said a fact is a replay). See
         core/extraction.py for the prompt, the validation and the retries."""
@@ -399,7 +401,7 @@ class MemoryEngine:
         dry_run: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> GcReport:
-        """Delete archived memories decayed below `policy.gc_salience`, except
+        """Delete archived memories decayed below `policy.maintenance.gc_salience`, except
         retention-exempt ones (core/deletion.py). `namespace=None`: every namespace."""
         return self._maintenance.gc(namespace, dry_run, progress)
 
@@ -411,7 +413,7 @@ class MemoryEngine:
         progress: Callable[[int], None] | None = None,
         synthesizer: Synthesizer | None = None,
     ) -> SweepReport:
-        """Distil, then archive, memories decayed below `policy.evict_salience`; over the
+        """Distil, then archive, memories decayed below `evict_salience`; over the
         hard cap, merge first and archive the lowest scores (core/eviction.py).
         `namespace=None`: every namespace."""
         return self._maintenance.sweep(

@@ -1,6 +1,6 @@
 """The sweep: distil, then archive, memories that decayed out of use; the hard cap.
 
-Memories whose decayed salience fell below `policy.evict_salience` are summarised
+Memories whose decayed salience fell below `policy.maintenance.evict_salience` are summarised
 first and archived after (distil, not delete; DESIGN.md, "Eviction and GC"): each
 group becomes one synthesis node through the REM cycle's own journaled commit, and
 its members are archived, keeping `consolidated_into` so the forget cascade and GC
@@ -90,7 +90,7 @@ def sweep_candidate(memory: Memory, now: datetime, policy: Policy) -> bool:
         memory.is_active
         and memory.tier is not Tier.SYNTHESIS
         and not never_decays(memory)
-        and decay_score(memory, now, policy) < policy.evict_salience
+        and decay_score(memory, now, policy) < policy.maintenance.evict_salience
     )
 
 
@@ -99,8 +99,8 @@ def group_candidates(
 ) -> tuple[list[list[Memory]], list[Memory]]:
     """Groups to distil: first by meaning (the cycle's default clusterer over the
     candidates' vectors); the rest become time-ordered digests of at most
-    `policy.sweep_digest_size`, the important ones (importance above
-    `policy.high_importance`) apart from the rest so a vital fact is not buried among
+    `policy.maintenance.sweep_digest_size`, the important ones (importance above
+    `policy.decay.high_importance`) apart from the rest so a vital fact is not buried among
     small talk. A band with a single leftover keeps it active, alone."""
     if not candidates:
         return [], []
@@ -118,13 +118,13 @@ def group_candidates(
     ordered = sorted(
         (m for m in candidates if m.id not in grouped), key=lambda m: (m.created_at, m.id)
     )
-    high = policy.high_importance
+    high = policy.decay.high_importance
     lone: list[Memory] = []
     for band in (
         [m for m in ordered if m.importance > high],
         [m for m in ordered if m.importance <= high],
     ):
-        digests = time_runs(band, policy.sweep_digest_size)
+        digests = time_runs(band, policy.maintenance.sweep_digest_size)
         groups.extend(d for d in digests if len(d) >= 2)
         lone.extend(m for d in digests if len(d) < 2 for m in d)
     return groups, lone
@@ -156,12 +156,12 @@ def sweep(
     synthesizer: Synthesizer | None = None,
 ) -> SweepReport:
     """Distil, then archive, memories whose decayed salience fell below
-    `policy.evict_salience` (0.15); crystals and pinned memories are never swept.
+    `policy.maintenance.evict_salience` (0.15); crystals and pinned memories are never swept.
 
     Each group is synthesized and written as one synthesis node with the cycle's own
     journaled `commit_group`, then its members are archived (they keep
     `consolidated_into`, so the forget cascade and GC can follow them). A namespace over
-    `policy.hard_cap_per_namespace` active memories is then merged first (one
+    `policy.maintenance.hard_cap_per_namespace` active memories is then merged first (one
     consolidation cycle) and, if still over, its lowest-salience memories are archived
     as they are until it fits."""
     report = SweepReport(dry_run=dry_run)
@@ -200,7 +200,7 @@ def _sweep_namespace(
     elif groups:
         syn = synthesizer if synthesizer is not None else deps.synthesizer
         results = synthesize_all(groups, syn, deps.policy)
-        with store.lock(ns, deps.policy.consolidation_lock_seconds):
+        with store.lock(ns, deps.policy.maintenance.consolidation_lock_seconds):
             for g, result in zip(groups, results, strict=True):
                 try:
                     node = commit_group(
@@ -217,7 +217,7 @@ def _sweep_namespace(
                 if progress is not None:
                     progress(len(g))
     active_left = len(active) - stats["archived"] + stats["syntheses"]
-    if active_left > deps.policy.hard_cap_per_namespace:
+    if active_left > deps.policy.maintenance.hard_cap_per_namespace:
         stats["evicted_by_cap"] = _enforce_cap(deps, ns, dry_run, active_left, report)
     for k, v in stats.items():
         setattr(report, k, getattr(report, k) + v)
@@ -247,7 +247,7 @@ def _enforce_cap(
     deps: EvictionDeps, ns: str, dry_run: bool, active: int, report: SweepReport
 ) -> int:
     """Merge first (a consolidation cycle), then archive the lowest decay scores."""
-    cap = deps.policy.hard_cap_per_namespace
+    cap = deps.policy.maintenance.hard_cap_per_namespace
     if not dry_run and deps.consolidate is not None:
         deps.consolidate(ns)
         report.cap_consolidated = True

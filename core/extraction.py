@@ -7,7 +7,7 @@ trace saying the same thing raises confidence, a different object supersedes).
 
 This module holds the prompt, the JSON schema and the validation. The synthesizer only
 parses; here a payload of the wrong shape is an unusable answer (retried with the
-error shown to the model, `Policy.synthesis_retries` times), while single facts that
+error shown to the model, `Policy.maintenance.synthesis_retries` times), while single facts that
 are malformed or not grounded in their trace are dropped and counted. Grounding matters
 with small models: a fact whose object does not occur in the trace it cites is an
 invention, not an extraction.
@@ -164,20 +164,20 @@ def _problem(item: object, n_traces: int, policy: Policy) -> str | None:
         v = item.get(name)
         if not isinstance(v, str) or not normalize_phrase(v):
             return f"{name} must be non-empty text, got {v!r}"
-        if len(v) > policy.max_text_chars:
-            return f"{name} is longer than {policy.max_text_chars} characters"
+        if len(v) > policy.funnel.max_text_chars:
+            return f"{name} is longer than {policy.funnel.max_text_chars} characters"
     return None
 
 
 def extract_from_traces(
     traces: Sequence[Memory], synthesizer: Synthesizer, policy: Policy
 ) -> ExtractionBatch:
-    """Ask once, then re-ask with the error shown up to `policy.synthesis_retries` times."""
+    """Ask once, then re-ask with the error shown up to `synthesis_retries` times."""
     out = ExtractionBatch()
     if not traces:
         return out
     error: str | None = None
-    for _ in range(1 + policy.synthesis_retries):
+    for _ in range(1 + policy.maintenance.synthesis_retries):
         out.attempts += 1
         try:
             payload = synthesizer.synthesize(extraction_prompt(traces, error), EXTRACTION_SCHEMA)

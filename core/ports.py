@@ -258,7 +258,7 @@ class TokenCounter(Protocol):
 class Networked(Protocol):
     """`remote = True`: calls cross a network (RedisStore; ChromaIndex on a server). A
     remote store makes the background reinforcement linger
-    (`Policy.reinforce_linger_shared_seconds`) to batch more touches; a remote index
+    (`Policy.background.reinforce_linger_shared_seconds`) to batch more touches; a remote index
     makes recall read records while its query is on the wire."""
 
     remote: bool

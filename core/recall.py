@@ -111,11 +111,11 @@ class RecallPath:
     def recall(self, ns: str, req: RecallRequest) -> RecallResult:
         policy = self.ctx.policy
         qvec = self.ctx.embed([req.query])[0]
-        pool = max(req.k, policy.candidate_pool)
+        pool = max(req.k, policy.retrieval.candidate_pool)
         # No status filter in the vector tier: the records are the truth and `admit`
         # checks them, and an unfiltered query is Chroma's fastest path.
         asked = pool * (2 if req.historical else 1)
-        context = policy.context_weight > 0 and policy.context_seeds > 0
+        context = policy.retrieval.context_weight > 0 and policy.retrieval.context_seeds > 0
         dense, side = self._channels(ns, req.query, qvec, pool, asked, context)
         candidates, memories, ranked = self._first_ranking(
             ns, req, qvec, dense, side, asked, context
@@ -175,7 +175,7 @@ class RecallPath:
         lexical = side.hits
         in_dense = {h.id for h in dense}
         lexical_only = [h.id for h in lexical if h.id not in in_dense]
-        places = max(req.k, policy.expansion_seeds)
+        places = max(req.k, policy.retrieval.expansion_seeds)
         if context:
             extra = (
                 self.reads.similarities(ns, qvec, lexical_only, side.cosines)
@@ -221,7 +221,7 @@ class RecallPath:
         step = max(2 * k, _MIN_READ_STEP)
         memories: dict[str, Memory] = dict(read or {})
         ranked: list[Ranked] = []
-        alpha = policy.alpha
+        alpha = policy.retrieval.alpha
         for start in range(0, len(order), step):
             batch = order[start : start + step]
             unread = [c.id for c in batch if c.id not in memories]
@@ -254,15 +254,15 @@ class RecallPath:
         edges are not read at all. Exact: the top k is what full expansion would give."""
         policy = self.ctx.policy
         k = req.k
-        frontier = [r.candidate for r in ranked[: policy.expansion_seeds]]
+        frontier = [r.candidate for r in ranked[: policy.retrieval.expansion_seeds]]
         cut = ranked[k - 1].score if len(ranked) >= k else None
         known = dict(candidates)
         added: dict[str, Candidate] = {}
-        for hop in range(1, policy.max_hops + 1):
+        for hop in range(1, policy.retrieval.max_hops + 1):
             if cut is not None:
                 frontier = [
                     c for c in frontier
-                    if best_possible(c.relevance * policy.hop_decay, policy) >= cut
+                    if best_possible(c.relevance * policy.retrieval.hop_decay, policy) >= cut
                 ]
             if not frontier:
                 break
@@ -321,7 +321,7 @@ class RecallPath:
         self.ctx.retrievals.note(ns, [h.explanation.importance for h in hits])
         if not req.reinforce:
             return
-        if self.ctx.policy.reinforce_async:
+        if self.ctx.policy.background.reinforce_async:
             self.ctx.reinforcer.submit(ns, [h.id for h in hits], req.now)
         else:
             self.ctx.touch(ns, [h.id for h in hits], req.now)

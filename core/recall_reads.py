@@ -118,7 +118,7 @@ class CandidateReads:
     ) -> tuple[list[Candidate], dict[str, Memory]]:
         """The most relevant admissible candidates (reading records only as far as needed;
         those in `read` are not read again). Returns them and every record read."""
-        want = self.ctx.policy.context_seeds
+        want = self.ctx.policy.retrieval.context_seeds
         order = sorted(candidates.values(), key=lambda c: (-c.relevance, c.id))
         known = dict(read or {})
         seeds: list[Candidate] = []

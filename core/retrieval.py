@@ -84,9 +84,9 @@ def fuse(
     for cid, sim in (extra_similarity or {}).items():  # true cosine of lexical-only hits
         dense_by_id.setdefault(cid, max(0.0, sim))
     top = max((h.score for h in lexical), default=0.0)
-    scale = max(top, policy.lexical_floor)
+    scale = max(top, policy.retrieval.lexical_floor)
     lex_by_id = {h.id: (h.score / scale if scale > 0 else 0.0) for h in lexical}
-    w = policy.dense_weight
+    w = policy.retrieval.dense_weight
     out: dict[str, Candidate] = {}
     for cid in dense_by_id.keys() | lex_by_id.keys():
         d = dense_by_id.get(cid, 0.0)
@@ -111,7 +111,7 @@ def conversation_context(
     part: context lifts a weak match, it does not bring in memories that match nothing.
     `times` maps candidate ids to when they were observed (created_at).
     """
-    f, window = policy.context_weight, policy.context_window_seconds * 1e6
+    f, window = policy.retrieval.context_weight, policy.retrieval.context_window_seconds * 1e6
     if f <= 0:
         return dict(candidates)
     # Seeds in time order (whole microseconds, exact), with running sums of relevance: the
@@ -165,7 +165,7 @@ def _micros(t: datetime) -> int:
 
 def best_possible(relevance: float, policy: Policy) -> float:
     """The highest final score a candidate of this relevance can reach (decay <= 1)."""
-    return policy.alpha * relevance + (1.0 - policy.alpha)
+    return policy.retrieval.alpha * relevance + (1.0 - policy.retrieval.alpha)
 
 
 def unseen_similarity_bound(dense: Sequence[VectorHit], asked: int) -> float:
@@ -196,7 +196,7 @@ def needs_similarity(
     if len(ranked) < places:
         return list(lexical_only)
     cut = ranked[places - 1].score
-    w = policy.dense_weight
+    w = policy.retrieval.dense_weight
     out = []
     for cid in lexical_only:
         if best_possible(w * bound + (1.0 - w) * candidates[cid].lexical, policy) >= cut:
@@ -221,7 +221,7 @@ def expand(
             seed = by_id.get(here)
             if seed is None:
                 continue
-            rel = seed.relevance * policy.hop_decay * min(1.0, e.weight)
+            rel = seed.relevance * policy.retrieval.hop_decay * min(1.0, e.weight)
             prior = found.get(there) or known.get(there)
             if prior is None or rel > prior.relevance:
                 dense, lexical = (prior.dense, prior.lexical) if prior else (0.0, 0.0)
@@ -251,9 +251,9 @@ def rank(
         if m is None or not admit(m):
             continue
         d = decay_score(m, at, policy)
-        faded = d < policy.decay_floor and not never_decays(m)
-        strong = policy.floor_bypass_relevance < 1.0 and (
-            cand.relevance >= policy.floor_bypass_relevance
+        faded = d < policy.retrieval.decay_floor and not never_decays(m)
+        strong = policy.retrieval.floor_bypass_relevance < 1.0 and (
+            cand.relevance >= policy.retrieval.floor_bypass_relevance
         )
         if faded and not strong:
             continue

@@ -23,21 +23,21 @@ def days_between(earlier: datetime, later: datetime) -> float:
 
 def half_life_days(kind: Kind, policy: Policy) -> float:
     if kind is Kind.EPISODIC:
-        return policy.half_life_episodic_days
+        return policy.decay.half_life_episodic_days
     if kind is Kind.SEMANTIC:
-        return policy.half_life_semantic_days
+        return policy.decay.half_life_semantic_days
     if kind is Kind.PROCEDURAL:
-        return policy.half_life_procedural_days
+        return policy.decay.half_life_procedural_days
     raise KeyError(kind)
 
 
 def decay_rate(kind: Kind, importance: float, policy: Policy) -> float:
     """lambda per day: ln 2 / half-life, slowed for important and sped for trivial memories."""
     lam = _LN2 / half_life_days(kind, policy)
-    if importance > policy.high_importance:
-        lam *= policy.high_importance_lambda_factor
-    elif importance < policy.low_importance:
-        lam *= policy.low_importance_lambda_factor
+    if importance > policy.decay.high_importance:
+        lam *= policy.decay.high_importance_lambda_factor
+    elif importance < policy.decay.low_importance:
+        lam *= policy.decay.low_importance_lambda_factor
     return lam
 
 
@@ -62,7 +62,7 @@ def decay_score(memory: Memory, now: datetime, policy: Policy) -> float:
 def accesses_in_window(memory: Memory, now: datetime, policy: Policy) -> int:
     return sum(
         1 for t in memory.recent_accesses
-        if t <= now and days_between(t, now) <= policy.frequency_window_days
+        if t <= now and days_between(t, now) <= policy.importance.frequency_window_days
     )
 
 
@@ -75,14 +75,14 @@ def importance_blend(
     divided by the namespace size: a memory's importance must not fall because other,
     unrelated memories were added.
     """
-    recency = math.exp(-policy.recency_rate_per_day * max(0.0, days_since_access))
-    frequency = min(1.0, accesses / policy.frequency_saturation)
-    centrality = min(1.0, degree / policy.centrality_saturation)
+    recency = math.exp(-policy.importance.recency_rate_per_day * max(0.0, days_since_access))
+    frequency = min(1.0, accesses / policy.importance.frequency_saturation)
+    centrality = min(1.0, degree / policy.importance.centrality_saturation)
     return (
-        policy.weight_recency * recency
-        + policy.weight_frequency * frequency
-        + policy.weight_centrality * centrality
-        + policy.weight_confidence * confidence
+        policy.importance.weight_recency * recency
+        + policy.importance.weight_frequency * frequency
+        + policy.importance.weight_centrality * centrality
+        + policy.importance.weight_confidence * confidence
     )
 
 
@@ -103,22 +103,23 @@ def reinforce(memory: Memory, at: datetime, window: int) -> Memory:
 
 def next_confidence(confidence: float, policy: Policy) -> float:
     """One more independent source: a fixed step up, never above the cap."""
-    return max(confidence, min(policy.confidence_cap, confidence + policy.confidence_step))
+    funnel = policy.funnel
+    return max(confidence, min(funnel.confidence_cap, confidence + funnel.confidence_step))
 
 
 def qualifies_as_crystal(memory: Memory, policy: Policy) -> bool:
     return (
         (
-            len(memory.sources) >= policy.crystal_min_sources
-            and memory.importance >= policy.crystal_min_importance
+            len(memory.sources) >= policy.funnel.crystal_min_sources
+            and memory.importance >= policy.funnel.crystal_min_importance
         )
         or memory.user_confirmed
         or (
-            memory.confidence >= policy.crystal_confidence
-            and memory.importance >= policy.crystal_importance
+            memory.confidence >= policy.funnel.crystal_confidence
+            and memory.importance >= policy.funnel.crystal_importance
         )
     )
 
 
 def final_score(relevance: float, decay: float, policy: Policy) -> float:
-    return policy.alpha * relevance + (1.0 - policy.alpha) * decay
+    return policy.retrieval.alpha * relevance + (1.0 - policy.retrieval.alpha) * decay

@@ -119,16 +119,17 @@ def initial_importance(text: str, policy: Policy, entities: frozenset[str] | Non
     """S0 at write time: instructions, names, dates and numbers matter; 'ok thanks' does not."""
     stripped = strip_speaker(text)
     if _FILLER.match(stripped):
-        return round(max(0.0, policy.base_importance - policy.filler_penalty), 6)
-    score = policy.base_importance
+        weights = policy.importance
+        return round(max(0.0, weights.base_importance - weights.filler_penalty), 6)
+    score = policy.importance.base_importance
     if _INSTRUCTION.search(stripped):
-        score += policy.instruction_boost
+        score += policy.importance.instruction_boost
     if entities if entities is not None else extract_entities(stripped):
-        score += policy.entity_boost
+        score += policy.importance.entity_boost
     if has_date(stripped):
-        score += policy.date_boost
+        score += policy.importance.date_boost
     if has_number(stripped):
-        score += policy.number_boost
+        score += policy.importance.number_boost
     return round(min(1.0, max(0.0, score)), 6)
 
 

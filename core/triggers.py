@@ -53,40 +53,41 @@ def due_triggers(
       at cosine >= `near_duplicate_similarity`.
     """
     fired: list[Trigger] = []
-    if active_nodes > policy.trigger_node_count:
+    if active_nodes > policy.maintenance.trigger_node_count:
         fired.append(Trigger(
-            "node_count", float(active_nodes), float(policy.trigger_node_count),
-            f"{active_nodes} active memories, above {policy.trigger_node_count}",
+            "node_count", float(active_nodes), float(policy.maintenance.trigger_node_count),
+            f"{active_nodes} active memories, above {policy.maintenance.trigger_node_count}",
         ))
-    window = policy.trigger_retrieval_window
+    window = policy.maintenance.trigger_retrieval_window
     if len(recent_importance) >= window:
         mean = float(np.mean(recent_importance[-window:]))
-        if mean < policy.trigger_mean_importance:
+        if mean < policy.maintenance.trigger_mean_importance:
             fired.append(Trigger(
-                "weak_retrievals", mean, policy.trigger_mean_importance,
+                "weak_retrievals", mean, policy.maintenance.trigger_mean_importance,
                 f"mean importance of the last {window} retrieved memories is {mean:.3f}, "
-                f"below {policy.trigger_mean_importance}",
+                f"below {policy.maintenance.trigger_mean_importance}",
             ))
-    if idle_hours is not None and idle_hours >= policy.trigger_idle_hours:
+    if idle_hours is not None and idle_hours >= policy.maintenance.trigger_idle_hours:
         fired.append(Trigger(
-            "idle", idle_hours, policy.trigger_idle_hours,
-            f"no write for {idle_hours:.1f} h (at least {policy.trigger_idle_hours} h)",
+            "idle", idle_hours, policy.maintenance.trigger_idle_hours,
+            f"no write for {idle_hours:.1f} h (at least {policy.maintenance.trigger_idle_hours} h)",
         ))
     total = superseded + facts
     if total:
         ratio = superseded / total
-        if ratio > policy.trigger_contradiction_ratio:
+        if ratio > policy.maintenance.trigger_contradiction_ratio:
             fired.append(Trigger(
-                "contradictions", ratio, policy.trigger_contradiction_ratio,
+                "contradictions", ratio, policy.maintenance.trigger_contradiction_ratio,
                 f"{superseded} of {total} facts were superseded ({ratio:.1%}), above "
-                f"{policy.trigger_contradiction_ratio:.0%}",
+                f"{policy.maintenance.trigger_contradiction_ratio:.0%}",
             ))
-    if largest_near_duplicate_group > policy.near_duplicate_trigger:
+    if largest_near_duplicate_group > policy.maintenance.near_duplicate_trigger:
         fired.append(Trigger(
             "near_duplicates", float(largest_near_duplicate_group),
-            float(policy.near_duplicate_trigger),
+            float(policy.maintenance.near_duplicate_trigger),
             f"a memory has {largest_near_duplicate_group} near-duplicates (cosine >= "
-            f"{policy.near_duplicate_similarity}), more than {policy.near_duplicate_trigger}",
+            f"{policy.maintenance.near_duplicate_similarity}), more than "
+            f"{policy.maintenance.near_duplicate_trigger}",
         ))
     return fired
 
@@ -127,7 +128,7 @@ def check_triggers(
     time, rather than on every insert, so the write path stays one vector query cheap."""
     counts = store.count(namespace)
     last_write: datetime | None = None
-    newest: deque[Memory] = deque(maxlen=policy.trigger_duplicate_sample)
+    newest: deque[Memory] = deque(maxlen=policy.maintenance.trigger_duplicate_sample)
     for m in store.scan(namespace):
         stamp = m.updated_at or m.created_at
         last_write = stamp if last_write is None else max(last_write, stamp)
@@ -137,12 +138,11 @@ def check_triggers(
     largest = 0
     sample = sorted(newest, key=lambda m: (m.created_at, m.id))
     if sample:
-        k = policy.near_duplicate_trigger + 2
+        k = policy.maintenance.near_duplicate_trigger + 2
         for m, vec in zip(sample, vectors_of(sample), strict=True):
             hits = vectors.query(namespace, vec, k, {"status": Status.ACTIVE.value})
-            close = [
-                h for h in hits if h.id != m.id and h.similarity >= policy.near_duplicate_similarity
-            ]
+            bar = policy.maintenance.near_duplicate_similarity
+            close = [h for h in hits if h.id != m.id and h.similarity >= bar]
             largest = max(largest, len(close))
     return due_triggers(
         policy,

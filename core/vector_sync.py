@@ -41,9 +41,9 @@ def index(
     behind: bool = False,
 ) -> None:
     """Bring the derived vector index in step after a committed write. `behind`
-    (observe) queues the write for the index writer when `policy.index_async`, so the
+    (observe) queues the write for the index writer when `policy.background.index_async`, so the
     caller does not wait for the vector index."""
-    if behind and ctx.policy.index_async:  # the writer keeps the embeddings too
+    if behind and ctx.policy.background.index_async:  # the writer keeps the embeddings too
         ctx.indexer.submit(
             namespace,
             [VectorItem(m.id, v, vector_meta(m)) for m, v in new],

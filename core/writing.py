@@ -144,7 +144,7 @@ class WritePath:
             importance=item.importance
             if item.importance is not None
             else initial_importance(text, ctx.policy, ents),
-            confidence=ctx.policy.initial_confidence_trace,
+            confidence=ctx.policy.funnel.initial_confidence_trace,
             sources=frozenset({src}),
             entities=ents,
             metadata=dict(item.metadata or {}),
@@ -206,7 +206,7 @@ class WritePath:
         trace without a fact key, if it is similar enough to be about the same thing."""
         ctx = self.ctx
         hits = ctx.vectors.query(namespace, vec, 5, {"status": Status.ACTIVE.value})
-        close = [h for h in hits if h.similarity >= ctx.policy.correction_similarity]
+        close = [h for h in hits if h.similarity >= ctx.policy.funnel.correction_similarity]
         if not close:
             return None
         found = ctx.store.get_many(namespace, [h.id for h in close])
@@ -293,7 +293,7 @@ class WritePath:
                     else initial_importance(body, ctx.policy),
                     confidence=confidence
                     if confidence is not None
-                    else ctx.policy.initial_confidence_unit,
+                    else ctx.policy.funnel.initial_confidence_unit,
                     sources=frozenset({src}),
                     entities=extract_entities(f"{subject} {object}")
                     | {normalize_phrase(subject)},
@@ -336,7 +336,7 @@ class WritePath:
         ]
         traces.sort(key=lambda m: (m.created_at, m.id))
         report = ExtractionReport(traces=len(traces))
-        size = ctx.policy.extraction_batch_size
+        size = ctx.policy.funnel.extraction_batch_size
         for i in range(0, len(traces), size):
             chunk = traces[i : i + size]
             batch = extract_from_traces(chunk, synthesizer, ctx.policy)
@@ -409,7 +409,7 @@ class WritePath:
         return m
 
     def _entity_edges(self, namespace: str, memory: Memory) -> list[Edge]:
-        limit = self.ctx.policy.entity_link_limit
+        limit = self.ctx.policy.funnel.entity_link_limit
         if limit <= 0:
             return []
         linked: dict[str, Edge] = {}

@@ -191,7 +191,7 @@ def _pick_decay_memories(
 ) -> dict[str, Memory]:
     """Four memories whose fates differ: the most trivial, an ordinary and the most
     important message of the last session, and a crystal."""
-    base = engine.policy.base_importance
+    base = engine.policy.importance.base_importance
     traces = [
         engine.get(m.id)
         for n, m in sorted(memories.items())
@@ -432,7 +432,7 @@ def run_demo(
                 score = decay_score(cur, clock.now(), engine.policy)
                 decay[role]["scores"][w] = score
                 decay[role]["recalled"][w] = any(h.id == m.id for h in found)
-                decay[role]["faded"][w] = score < engine.policy.decay_floor and not (
+                decay[role]["faded"][w] = score < engine.policy.retrieval.decay_floor and not (
                     cur.tier is Tier.CRYSTAL or cur.pinned
                 )
         clock.set(now)
@@ -458,15 +458,15 @@ def run_demo(
                 *cells,
             )
         console.print(table)
-        pol = engine.policy
+        decay, retrieval = engine.policy.decay, engine.policy.retrieval
         console.print(
             "[dim]S(t) = S0 * exp(-lambda t), lambda = ln 2 / half-life "
-            f"({pol.half_life_episodic_days:g} days for episodes); "
-            f"importance > {pol.high_importance} decays "
-            f"{1 / pol.high_importance_lambda_factor:.1f}x slower, < {pol.low_importance} "
-            f"{pol.low_importance_lambda_factor:g}x faster. Below {pol.decay_floor} a memory "
-            "has faded: recall returns it only for a strong match (relevance >= "
-            f"{pol.floor_bypass_relevance}); crystals and pinned memories never decay.[/dim]"
+            f"({decay.half_life_episodic_days:g} days for episodes); "
+            f"importance > {decay.high_importance} decays "
+            f"{1 / decay.high_importance_lambda_factor:.1f}x slower, < {decay.low_importance} "
+            f"{decay.low_importance_lambda_factor:g}x faster. Below {retrieval.decay_floor} "
+            "a memory has faded: recall returns it only for a strong match (relevance >= "
+            f"{retrieval.floor_bypass_relevance}); crystals and pinned memories never decay.[/dim]"
         )
 
         # 5. explanation ------------------------------------------------------------------

@@ -131,8 +131,8 @@ def explanation_panel(hit: Hit, policy: Policy, *, title: str = "Why this memory
     table.add_row("memory", m.text)
     table.add_row(
         "relevance",
-        f"{e.relevance:.3f}  = {policy.dense_weight:.2f} x dense {e.dense:.3f}"
-        f" + {1 - policy.dense_weight:.2f} x lexical (BM25, normalised) {e.lexical:.3f}",
+        f"{e.relevance:.3f}  = {policy.retrieval.dense_weight:.2f} x dense {e.dense:.3f}"
+        f" + {1 - policy.retrieval.dense_weight:.2f} x lexical (BM25, normalised) {e.lexical:.3f}",
     )
     never = m.tier is Tier.CRYSTAL or m.pinned
     half_life = math.log(2.0) / decay_rate(m.kind, m.importance, policy)
@@ -158,6 +158,7 @@ def explanation_panel(hit: Hit, policy: Policy, *, title: str = "Why this memory
     )
     table.add_row(
         "final",
-        f"{e.final:.3f}  = {policy.alpha:.2f} x relevance + {1 - policy.alpha:.2f} x decay",
+        f"{e.final:.3f}  = {policy.retrieval.alpha:.2f} x relevance"
+        f" + {1 - policy.retrieval.alpha:.2f} x decay",
     )
     return Panel(table, title=title, title_align="left", border_style="cyan")

@@ -199,7 +199,7 @@ class ReverieStore(BaseStore):
             raise InvalidInput(f"a store value must be a dict, got {type(op.value).__name__}")
         value = dict(op.value)
         text, indexed = self._text(value, op.index)
-        limit = self.engine.policy.max_text_chars
+        limit = self.engine.policy.funnel.max_text_chars
         text = text[:limit]  # the value itself is kept whole in the metadata
         digest = hashlib.sha256(
             json.dumps([value, text, indexed], sort_keys=True, default=str).encode()

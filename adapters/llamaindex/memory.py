@@ -126,7 +126,7 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
         ]
         texts = [t for t in texts if t][-self.retrieval_context_window :]
         query = "\n".join(texts)
-        limit = self.engine.policy.max_text_chars
+        limit = self.engine.policy.funnel.max_text_chars
         return query[-limit:] if len(query) > limit else query
 
     def _count(self, text: str) -> int:
@@ -186,7 +186,7 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
     def observations(self, messages: Sequence[ChatMessage]) -> list[Observation]:
         """What `aput` stores: one trace per user/assistant message with text; a message
         longer than the engine's text limit is stored in consecutive parts."""
-        limit = self.engine.policy.max_text_chars
+        limit = self.engine.policy.funnel.max_text_chars
         out: list[Observation] = []
         for m in messages:
             role = _role(m)
@@ -201,7 +201,9 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
             prefix = f"{role}: "
             step = limit - len(prefix)
             if step < 1:
-                raise InvalidInput(f"Policy.max_text_chars ({limit}) is too small for a message")
+                raise InvalidInput(
+                    f"Policy.funnel.max_text_chars ({limit}) is too small for a message"
+                )
             for i in range(0, len(text), step):
                 out.append(
                     Observation(prefix + text[i : i + step], source=source, metadata=metadata)

@@ -58,7 +58,7 @@ def test_retriever_documents_carry_id_tier_status_sources_and_explanation(
     assert exp["final"] == pytest.approx(meta["score"], abs=1e-4)
     assert exp["dense"] > 0.3 and exp["hops"] == 0
     # the score is the policy's blend of the terms it explains
-    alpha = engine.policy.alpha
+    alpha = engine.policy.retrieval.alpha
     assert meta["score"] == pytest.approx(
         alpha * exp["relevance"] + (1 - alpha) * exp["decay"], abs=1e-3
     )

@@ -100,7 +100,7 @@ def test_the_same_sentence_in_two_sessions_is_one_memory_with_two_sources(
     assert only.sources == {f"{SESSION_SOURCE_PREFIX}chat-1", f"{SESSION_SOURCE_PREFIX}chat-2"}
     # a second independent source raises confidence by one step (0.5 -> 0.65)
     assert only.confidence == pytest.approx(
-        engine.policy.initial_confidence_trace + engine.policy.confidence_step
+        engine.policy.funnel.initial_confidence_trace + engine.policy.funnel.confidence_step
     )
 
 

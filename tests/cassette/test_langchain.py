@@ -190,7 +190,7 @@ def test_truncated_answer_is_retried_with_the_error_then_given_up(engine: Memory
     with use_cassette("langchain_extraction_malformed") as cassette:
         report = engine.extract_facts(synthesizer=synth)
     sent = bodies(cassette)
-    assert len(sent) == 1 + DEFAULT_POLICY.synthesis_retries
+    assert len(sent) == 1 + DEFAULT_POLICY.maintenance.synthesis_retries
     assert "previous answer was unusable" not in sent[0]["messages"][1]["content"]
     # the answer stops mid-JSON (finish_reason "length"); openai's parser refuses it, the
     # port turns that into SynthesisFailed, and each retry shows the model the error

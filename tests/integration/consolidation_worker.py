@@ -4,7 +4,7 @@
 
 Used by test_consolidation_crash.py. The lease on the namespace is zero seconds so the
 test's rerun needn't wait for a dead holder's lease to expire (a real crashed holder's
-lease runs out after `policy.consolidation_lock_seconds`).
+lease runs out after `policy.maintenance.consolidation_lock_seconds`).
 """
 
 from __future__ import annotations

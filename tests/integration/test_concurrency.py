@@ -215,7 +215,7 @@ def _check_access_counts(everything: list[Memory], reports: list[dict[str, Any]]
     # a lost increment (read-modify-write race) would make the left side smaller
     assert sum(m.access_count for m in everything) == touches
     for m in everything:
-        assert len(m.recent_accesses) == min(m.access_count, DEFAULT_POLICY.access_window)
+        assert len(m.recent_accesses) == min(m.access_count, DEFAULT_POLICY.decay.access_window)
 
 
 def _check_traces(

@@ -85,7 +85,7 @@ def test_hnsw_neighbours_give_the_exact_knn_clusters(
             texts = {m.id: m.text for m in e.memories()}
             return sorted(sorted(texts[i] for i in c.member_ids) for c in report.clusters), calls
         finally:
-            if where == "chroma-server" and policy.cluster_neighbor_overfetch == 0:
+            if where == "chroma-server" and policy.maintenance.cluster_neighbor_overfetch == 0:
                 e.forget_namespace(ns)
             e.close()
 
@@ -95,6 +95,6 @@ def test_hnsw_neighbours_give_the_exact_knn_clusters(
     assert len(hnsw_calls) == 1  # one batched call for every flagged memory
     ids, k = hnsw_calls[0]
     assert len(ids) == len(TOPICS[0]) + len(TOPICS[1]) + len(TOPICS[2]) + len(LONE)
-    assert k == Policy().cluster_knn * Policy().cluster_neighbor_overfetch
+    assert k == Policy().maintenance.cluster_knn * Policy().maintenance.cluster_neighbor_overfetch
     assert hnsw == exact
     assert hnsw == sorted(sorted(t) for t in TOPICS)  # the paraphrase groups, pins left out

@@ -260,7 +260,7 @@ def test_tiny_inputs_give_no_groups() -> None:
 
 
 def test_policy_accepts_negative_p_only() -> None:
-    assert Policy(cluster_recomb_p=-1.0).cluster_recomb_p == -1.0
+    assert Policy(cluster_recomb_p=-1.0).maintenance.cluster_recomb_p == -1.0
     for bad in (
         dict(cluster_recomb_radius=0.0),
         dict(cluster_recomb_cut=2.5),
@@ -331,7 +331,7 @@ def test_exact_neighbours_passed_in_give_the_built_in_knn_groups(name: str) -> N
     rng = np.random.default_rng(3)
     base = items(x, importance=list(rng.random(len(x))))
     policy = Policy()
-    idx, _ = knn(x, 3 * policy.cluster_knn)  # a superset of each row's k-NN
+    idx, _ = knn(x, 3 * policy.maintenance.cluster_knn)  # a superset of each row's k-NN
     given_rows = [[int(j) for j in row[::-1]] for row in idx]  # worst first: order is irrelevant
     expected = make_clusterer(name, policy)(base, policy)
     assert expected

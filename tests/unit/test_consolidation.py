@@ -304,7 +304,7 @@ def test_unusable_llm_answers_fall_back_and_lose_nothing(answer: object, said: s
     llm = Scripted(answer)
     report = engine.consolidate(synthesizer=llm)
     assert len(report.clusters) == 2 and len(report.fallbacks) == 2
-    assert len(llm.prompts) == 2 * 3  # first try + policy.synthesis_retries (2) per cluster
+    assert len(llm.prompts) == 2 * 3  # first try + synthesis_retries (2) per cluster
     for c in report.fallbacks:
         assert c.synthesizer == "extractive" and c.attempts == 3
         assert c.reason is not None and said in c.reason

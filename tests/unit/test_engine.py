@@ -174,7 +174,7 @@ def test_graph_expansion_reaches_a_memory_sharing_an_entity(engine: MemoryEngine
     assert b.id in by_id
     assert by_id[b.id].explanation.hops == 1 and by_id[b.id].explanation.via == a.id
     assert by_id[b.id].explanation.relevance == pytest.approx(
-        by_id[a.id].explanation.relevance * 0.3  # policy.hop_decay
+        by_id[a.id].explanation.relevance * 0.3  # policy.retrieval.hop_decay
     )
 
 

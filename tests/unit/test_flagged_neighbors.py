@@ -51,7 +51,8 @@ def test_index_neighbours_are_filtered_to_the_flagged_rows() -> None:
     calls, near = index_answer({"a": ["pin", "b"], "b": ["a"], "c": ["d", "pin"], "d": ["c"]})
     rows = flagged_neighbors(FLAGGED, VECS, near, ON)
     assert rows == [[1], [0], [3], [2]]
-    assert calls == [(["a", "b", "c", "d"], ON.cluster_knn * ON.cluster_neighbor_overfetch)]
+    want = ON.maintenance.cluster_knn * ON.maintenance.cluster_neighbor_overfetch
+    assert calls == [(["a", "b", "c", "d"], want)]
     groups = cluster_groups(FLAGGED, VECS, "union-find", ON, rows)
     assert [[m.id for m in g] for g in groups] == [["a", "b"], ["c", "d"]]
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import UTC, datetime
 
@@ -31,12 +32,14 @@ T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
 def test_seed_defaults() -> None:
     p = Policy()
-    assert (p.half_life_episodic_days, p.half_life_semantic_days) == (14, 90)
-    assert p.half_life_procedural_days == 180
-    assert (p.alpha, p.decay_floor, p.confidence_cap) == (0.9, 0.05, 0.95)
-    assert (p.floor_bypass_relevance, p.dense_weight) == (0.3, 0.5)
-    assert (p.consolidation_tau, p.cluster_theta, p.cluster_knn) == (0.3, 0.78, 8)
-    assert (p.evict_salience, p.gc_salience) == (0.15, 0.01)
+    assert (p.decay.half_life_episodic_days, p.decay.half_life_semantic_days) == (14, 90)
+    assert p.decay.half_life_procedural_days == 180
+    assert (p.retrieval.alpha, p.retrieval.decay_floor) == (0.9, 0.05)
+    assert p.funnel.confidence_cap == 0.95
+    assert (p.retrieval.floor_bypass_relevance, p.retrieval.dense_weight) == (0.3, 0.5)
+    m = p.maintenance
+    assert (m.consolidation_tau, m.cluster_theta, m.cluster_knn) == (0.3, 0.78, 8)
+    assert (p.maintenance.evict_salience, p.maintenance.gc_salience) == (0.15, 0.01)
 
 
 @pytest.mark.parametrize(
@@ -130,8 +133,40 @@ def test_policy_counts_must_be_whole_numbers() -> None:
 @pytest.mark.parametrize(("switch", "queue"), [("reinforce_async", "reinforce_queue"),
                                                ("index_async", "index_queue")])
 def test_write_behind_switches_are_validated(switch: str, queue: str) -> None:
-    assert getattr(Policy(), switch) is True  # written behind the caller by default
+    assert getattr(Policy().background, switch) is True  # written behind the caller by default
     with pytest.raises(InvalidPolicy):
         Policy(**{switch: 1})
     with pytest.raises(InvalidPolicy):
         Policy(**{queue: 0})
+
+
+def test_policy_groups_take_flat_names_and_whole_groups() -> None:
+    from reverie.core.policy import MaintenancePolicy, RetrievalPolicy
+
+    p = Policy(alpha=0.8, cluster_knn=4)
+    assert (p.retrieval.alpha, p.maintenance.cluster_knn) == (0.8, 4)
+    assert p.retrieval.dense_weight == Policy().retrieval.dense_weight  # the rest keep defaults
+    whole = Policy(retrieval=RetrievalPolicy(alpha=0.6), maintenance=MaintenancePolicy())
+    assert whole.retrieval.alpha == 0.6
+    # a flat name beside its own group changes that group
+    assert Policy(retrieval=RetrievalPolicy(alpha=0.6), max_hops=2).retrieval == RetrievalPolicy(
+        alpha=0.6, max_hops=2
+    )
+    assert p.replace(alpha=0.7).retrieval.alpha == 0.7
+    assert p.replace(alpha=0.7).maintenance.cluster_knn == 4  # the copy keeps other changes
+    assert p.replace(retrieval=RetrievalPolicy()).retrieval.alpha == 0.9
+    assert Policy(alpha=0.8) == Policy(retrieval=RetrievalPolicy(alpha=0.8))
+    assert p.flat()["alpha"] == 0.8 and len(p.flat()) == sum(
+        len(dataclasses.fields(getattr(p, g))) for g in Policy.groups
+    )
+
+
+def test_policy_names_where_a_moved_or_unknown_number_went() -> None:
+    with pytest.raises(InvalidPolicy, match="OutboxSettings"):
+        Policy(index_outbox=False)
+    with pytest.raises(InvalidPolicy, match="alhpa is not a policy number"):
+        Policy(alhpa=0.8)
+    with pytest.raises(InvalidPolicy, match="retrieval must be a RetrievalPolicy"):
+        Policy(retrieval=Policy().decay)  # type: ignore[arg-type]
+    with pytest.raises(InvalidPolicy, match="alpha must be within"):
+        Policy().replace(alpha=2.0)

@@ -36,7 +36,7 @@ def full_recall(e: MemoryEngine, query: str, k: int) -> list[tuple[str, float]]:
     """The unoptimised pipeline: every cosine fetched, every neighbour read."""
     ns, p = "default", e.policy
     q = e._ctx.embed([query])[0]
-    pool = max(k, p.candidate_pool)
+    pool = max(k, p.retrieval.candidate_pool)
     dense = e.vectors.query(ns, q, pool)
     lexical = e.lexical.search(ns, query, pool)
     seen = {h.id for h in dense}
@@ -46,8 +46,8 @@ def full_recall(e: MemoryEngine, query: str, k: int) -> list[tuple[str, float]]:
     mems: dict[str, Memory] = dict(e.store.get_many(ns, list(cands)))
     ranked = rank(cands, mems, now, p, lambda m: m.is_active)
     known = dict(cands)
-    frontier = [r.candidate for r in ranked[: p.expansion_seeds]]
-    for hop in range(1, p.max_hops + 1):
+    frontier = [r.candidate for r in ranked[: p.retrieval.expansion_seeds]]
+    for hop in range(1, p.retrieval.max_hops + 1):
         if not frontier:
             break
         found = expand(frontier, e.store.edges(ns, [c.id for c in frontier]), known, p, hop)

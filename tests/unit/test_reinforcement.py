@@ -317,6 +317,6 @@ def test_a_networked_store_gets_the_shared_linger() -> None:
     networked = make_engine(policy, store=networked_store)
     assert local._reinforcer._linger == 0.01
     assert networked._reinforcer._linger == 0.07
-    assert Policy().reinforce_linger_shared_seconds == 0.05
+    assert Policy().background.reinforce_linger_shared_seconds == 0.05
     with pytest.raises(InvalidInput):
         Policy(reinforce_linger_shared_seconds=-1.0)
