@@ -190,7 +190,7 @@ KINDS: tuple[Kind, ...] = (
        ["It was extended to {v}.", "They gave us until {v}.", "It's {v} now."]),
     _k("meeting", "9:00 AM|10:30 AM|11:15 AM|1:00 PM|2:30 PM|3:45 PM|4:30 PM|5:00 PM|"
        "8:30 AM|12:00 PM|9:45 AM|4:00 PM",
-       "the weekly sync|our team standup time",
+       "the weekly design sync|our Tuesday sync with design",
        [("Our weekly sync with the design team is at {v} on Tuesdays.",
          "When is our weekly sync with the design team on Tuesdays?"),
         ("The sync with design happens every Tuesday at {v}.", "When does the sync with "
@@ -205,7 +205,7 @@ KINDS: tuple[Kind, ...] = (
        ["It's rescheduled to {v}.", "It's at {v} now.", "Make that {v}."]),
     _k("car", "a Honda Civic|a Toyota Corolla|a Tesla Model 3|a Volkswagen Golf|a Mazda 3|"
        "a Subaru Outback|a Ford Focus|a Kia Niro|a BMW i3|a Volvo XC40|a Nissan Leaf",
-       "my car|what I drive",
+       "my car|my daily car",
        [("I drive {v} to work every day.", "What do I drive to work every day?"),
         ("My daily driver is {v}.", "What is my daily driver?")],
        ["What car do I have?", "Which car is mine?"],
@@ -245,7 +245,7 @@ KINDS: tuple[Kind, ...] = (
     _k("pet", "a beagle named Max|a tabby cat named Luna|a golden retriever named Bailey|"
        "a parrot named Kiwi|a rabbit named Clover|a husky named Storm|"
        "a corgi named Biscuit|a black cat named Salem|a hamster named Peanut",
-       "my pet|the pet at home",
+       "my pet|our pet at home",
        [("At home we have {v} who loves walks.", "What pet do we have at home?"),
         ("Our family pet is {v}.", "What is our family pet?")],
        ["What animal do I own?", "Do I have a pet, and what is it?"],
@@ -259,7 +259,7 @@ KINDS: tuple[Kind, ...] = (
     _k("gym", "Mondays and Thursdays|Tuesdays and Fridays|weekday mornings|"
        "Saturday mornings|every evening at 7|Wednesdays and Sundays|"
        "Monday, Wednesday and Friday|lunchtimes on weekdays|Sundays only",
-       "my gym schedule|when I go to the gym",
+       "my gym schedule|my gym days",
        [("I hit the gym {v} before work.", "When do I hit the gym before work?"),
         ("My training days at the gym are {v}.", "What are my training days at the gym?")],
        ["When do I exercise?", "What's my workout routine?"],
@@ -270,7 +270,7 @@ KINDS: tuple[Kind, ...] = (
        ["About my workouts.", "Gym routine, a tweak."],
        ["It's {v} now.", "Going {v}.", "Make that {v}."]),
     _k("rent", "$1,200|$1,350|$1,500|$980|$1,750|$2,100|$1,100|$1,425|$1,640|$2,400",
-       "my rent|what I pay in rent",
+       "my rent|my monthly rent",
        [("I pay {v} a month for my apartment.", "How much do I pay a month for my "
          "apartment?"),
         ("The landlord charges me {v} per month.", "How much does the landlord charge me "
@@ -364,7 +364,7 @@ KINDS: tuple[Kind, ...] = (
        ["About music taste.", "Band talk."],
        ["It's {v} now.", "{v}, definitely.", "Make that {v}."]),
     _k("commute", "by bike|by train|by car|on foot|by bus|by e-scooter|by ferry|by tram",
-       "my commute|how I get to work",
+       "my commute|my way to work",
        [("I commute to the office {v}, about forty minutes.", "How do I commute to the "
          "office?"),
         ("Getting to work means going {v} every morning.", "How do I get to work every "
@@ -390,7 +390,7 @@ KINDS: tuple[Kind, ...] = (
        ["It's {v} now.", "Doing {v}.", "Make that {v}."]),
     _k("coffee", "a flat white|an oat latte|a double espresso|a cortado|a cold brew|"
        "a cappuccino|an americano|a chai latte|a mocha|a macchiato",
-       "my usual coffee order|what I order at the cafe",
+       "my usual coffee order|my usual order at the cafe",
        [("At the cafe I always order {v}.", "What do I always order at the cafe?"),
         ("My morning coffee is {v} from the corner shop.", "What is my morning coffee "
          "from the corner shop?")],
@@ -402,7 +402,7 @@ KINDS: tuple[Kind, ...] = (
        ["It's {v} now.", "Going with {v}.", "Make that {v}."]),
     _k("interviews", "2 interviews|3 interviews|4 interviews|5 interviews|6 interviews|"
        "7 interviews|8 interviews|1 interview",
-       "the number of interviews I have lined up|my interview count",
+       "my interview count|my interview tally",
        [("I have {v} lined up for next week.", "How many interviews do I have lined up "
          "for next week?"),
         ("So far I've booked {v} with tech companies.", "How many have I booked with tech "
@@ -428,7 +428,7 @@ KINDS: tuple[Kind, ...] = (
        ["It's {v} now.", "Got {v}.", "Went with {v}."]),
     _k("salary", "$72,000|$80,000|$88,000|$95,000|$104,000|$110,000|$65,000|$130,000|"
        "$92,500|$118,000",
-       "my salary|what I earn",
+       "my salary|my yearly pay",
        [("I earn {v} a year before tax.", "How much do I earn a year before tax?"),
         ("My annual pay is {v}.", "What is my annual pay?")],
        ["What's my income?", "How much am I paid?"],
@@ -673,7 +673,7 @@ class _Builder:
         tid = f"t{len(self.turns):02d}"
         self.turns.append(Turn(tid, speaker, f"{speaker}: {text}", self.now, role, fact, value,
                                family))
-        self.seen.add(text.casefold())
+        self.seen.add(f"{speaker}: {text}".casefold())
         self.now += timedelta(seconds=self.rng.randint(20, 240))
         return tid
 
@@ -681,9 +681,28 @@ class _Builder:
         for _ in range(n):
             for _attempt in range(20):
                 speaker, text = filler(self.rng)
-                if text.casefold() not in self.seen:
+                if f"{speaker}: {text}".casefold() not in self.seen:
                     self.add(speaker, text, "distractor")
                     break
+
+    def reply(self, options: Sequence[str], subj: str = "that") -> None:
+        """An assistant reply not said before in this scenario."""
+        fresh = [o for o in (_fill(x, subj=subj) for x in options)
+                 if f"assistant: {o}".casefold() not in self.seen]
+        if fresh:
+            self.add("assistant", self.rng.choice(fresh), "reply")
+
+    def fresh(self, options: Sequence[str], speaker: str = "user") -> str:
+        """One of `options` not said yet in this scenario (or one marked as a repeat)."""
+        unused = [o for o in options if f"{speaker}: {o}".casefold() not in self.seen]
+        if unused:
+            return self.rng.choice(unused)
+        n = 2
+        while True:
+            text = f"{self.rng.choice(options)} (update {n})"
+            if f"{speaker}: {text}".casefold() not in self.seen:
+                return text
+            n += 1
 
     def wait(self, gap: str) -> None:
         lo, hi = GAPS[gap]
@@ -737,30 +756,30 @@ def _update_scenario(rng: random.Random, sid: str, split: str, start: datetime) 
             else:
                 family = families[r - 1]
                 if family == "elliptical":
-                    b.add("user", rng.choice(kind.intros), "intro", fact=fact)
+                    b.add("user", b.fresh(kind.intros), "intro", fact=fact)
                     if rng.random() < 0.6:
-                        b.add("assistant", rng.choice(ASSISTANT_PROMPT), "reply")
+                        b.reply(ASSISTANT_PROMPT)
                     b.distractors(rng.choices([0, 1], weights=[60, 40])[0])
                     text = _fill(rng.choice(kind.ellipses), v=value)
                 else:
                     text = _update_text(rng, kind, family, value, values[r - 1])
-                if text.casefold() in b.seen:  # keep texts unique within the scenario
+                if f"user: {text}".casefold() in b.seen:  # keep texts unique
                     text = f"{text} Just so you know."
                 tid = b.add("user", _cap(text), "update", fact=fact, value=value,
                             family=family)
             stated[fact].append((tid, value, family))
             roll = rng.random()
             if roll < 0.30:
-                b.add("assistant", rng.choice(ASSISTANT_ACK), "reply")
+                b.reply(ASSISTANT_ACK)
             elif roll < 0.45:
-                b.add("assistant", _fill(rng.choice(ASSISTANT_ABOUT), subj=subj), "reply")
+                b.reply(ASSISTANT_ABOUT, subj)
             elif roll < 0.55:
-                b.add("assistant", _fill(rng.choice(ASSISTANT_CUE), subj=subj), "reply")
+                b.reply(ASSISTANT_CUE, subj)
     if rng.random() < 0.25:  # an incidental cue line unrelated to the facts
         earlier, later, _ = rng.choice(INCIDENTALS)
         for line in (earlier, later):
             speaker, _, text = line.partition(": ")
-            if text.casefold() not in b.seen:
+            if line.casefold() not in b.seen:
                 b.add(speaker, text, "incidental")
     b.distractors(rng.randint(0, 2))
     asked = b.turns[-1].at + timedelta(days=1)
@@ -792,7 +811,7 @@ def _twin_scenario(rng: random.Random, sid: str, split: str, start: datetime) ->
     b.distractors(rng.randint(0, 2))
     ta = b.add("user", _fill(a_t, a=va), "twin", fact="a", value=va)
     if rng.random() < 0.5:
-        b.add("assistant", rng.choice(ASSISTANT_ACK), "reply")
+        b.reply(ASSISTANT_ACK)
     b.distractors(rng.randint(0, 3))
     b.wait(gap)
     text_b = _fill(b_t, b=vb)
@@ -801,7 +820,7 @@ def _twin_scenario(rng: random.Random, sid: str, split: str, start: datetime) ->
             text_b[0].lower() + text_b[1:]
     tb = b.add("user", text_b, "twin", fact="b", value=vb)
     if rng.random() < 0.5:
-        b.add("assistant", rng.choice(ASSISTANT_CUE).replace("{subj}", "that"), "reply")
+        b.reply(ASSISTANT_CUE)
     b.distractors(rng.randint(0, 2))
     asked = b.turns[-1].at + timedelta(days=1)
     probes = (Probe("a", "twin", qa, "old", va, ta, (), (), None, True),
@@ -819,7 +838,7 @@ def _incidental_scenario(rng: random.Random, sid: str, split: str,
     speaker, _, text = earlier.partition(": ")
     te = b.add(speaker, text, "incidental", fact="e")
     if speaker == "user" and rng.random() < 0.5:
-        b.add("assistant", rng.choice(ASSISTANT_ACK), "reply")
+        b.reply(ASSISTANT_ACK)
     b.distractors(rng.randint(0, 3))
     b.wait(gap)
     speaker, _, text = later.partition(": ")
