@@ -259,14 +259,14 @@ KINDS: tuple[Kind, ...] = (
     _k("gym", "Mondays and Thursdays|Tuesdays and Fridays|weekday mornings|"
        "Saturday mornings|every evening at 7|Wednesdays and Sundays|"
        "Monday, Wednesday and Friday|lunchtimes on weekdays|Sundays only",
-       "my gym schedule|my gym days",
+       "my gym schedule|my weekly gym routine",
        [("I hit the gym {v} before work.", "When do I hit the gym before work?"),
         ("My training days at the gym are {v}.", "What are my training days at the gym?")],
        ["When do I exercise?", "What's my workout routine?"],
        ["My gym days switched to {v}.", "I changed my gym days to {v}.",
         "I moved my training to {v}."],
        ["My new gym schedule is {v}.", "My new workout days are {v}."],
-       ["I'm lifting {v} with the new coach.", "Booked the squat rack {v} for the month."],
+       ["Sessions with the new coach are {v}.", "Booked the squat rack for {v} all month."],
        ["About my workouts.", "Gym routine, a tweak."],
        ["It's {v} now.", "Going {v}.", "Make that {v}."]),
     _k("rent", "$1,200|$1,350|$1,500|$980|$1,750|$2,100|$1,100|$1,425|$1,640|$2,400",
