@@ -649,6 +649,14 @@ def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
+_YOU = {"my": "your", "our": "your", "i": "you", "i'm": "you're", "me": "you"}
+
+
+def _second_person(subj: str) -> str:
+    """The user's "my rent" as the assistant says it: "your rent"."""
+    return " ".join(_YOU.get(w.casefold(), w) for w in subj.split())
+
+
 def filler(rng: random.Random, speaker: str | None = None) -> tuple[str, str]:
     """One unrelated chat line (speaker, text without prefix)."""
     speaker = speaker or rng.choice(["user", "user", "assistant"])
@@ -772,9 +780,9 @@ def _update_scenario(rng: random.Random, sid: str, split: str, start: datetime) 
             if roll < 0.30:
                 b.reply(ASSISTANT_ACK)
             elif roll < 0.45:
-                b.reply(ASSISTANT_ABOUT, subj)
+                b.reply(ASSISTANT_ABOUT, _second_person(subj))
             elif roll < 0.55:
-                b.reply(ASSISTANT_CUE, subj)
+                b.reply(ASSISTANT_CUE, _second_person(subj))
     if rng.random() < 0.25:  # an incidental cue line unrelated to the facts
         earlier, later, _ = rng.choice(INCIDENTALS)
         for line in (earlier, later):

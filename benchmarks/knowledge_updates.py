@@ -63,6 +63,15 @@ COLOUR_WORDS = re.compile(
 )
 
 
+# For reading the LoCoMo list only (which words the retiring turn holds); the engine's
+# own detection is whatever it is, this does not reproduce it.
+CUES = re.compile(
+    r"\b(?:actually|no longer|not anymore|any ?more|switched to|changed to|moved to|"
+    r"instead(?: of)?|correction|i was wrong|scratch that|from now on|these days|now)\b",
+    re.IGNORECASE,
+)
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -177,6 +186,7 @@ def run_scenarios(engine: Any, clock: Any, embedder: MemoEmbedder,
                 mine.append({
                     "scenario": sc.id, "scenario_kind": sc.kind, "status": m.status.value,
                     "verdict": verdict, "turn": tid, "role": turn.role, "text": turn.text,
+                    "speaker": turn.speaker,
                     "by_turn": by_turn.id if by_turn else None,
                     "by_role": by_turn.role if by_turn else None,
                     "by_family": by_turn.family if by_turn else None,
@@ -284,6 +294,7 @@ def summarise(scenarios: Sequence[Scenario], probes: list[dict[str, Any]],
             "stale_retired_rate_by_family": {f: _rate(v) for f, v in sorted(by_family.items())},
             "false_by_superseding_role": dict(Counter(str(a["by_role"]) for a in false)),
             "false_by_superseded_role": dict(Counter(str(a["role"]) for a in false)),
+            "false_by_superseded_speaker": dict(Counter(a["speaker"] for a in false)),
             "false_by_scenario_kind": dict(Counter(a["scenario_kind"] for a in false)),
         },
         "observe_ms": {"p50": float(np.median(observe_ms)),
@@ -391,7 +402,10 @@ def run_locomo(engine: Any, clock: Any, embedder: MemoEmbedder,
                 cos = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
             src = sorted(m.sources)
             bsrc = sorted(by.sources) if by else []
+            cue = CUES.search(by.text) if by else None
             pairs.append({
+                "same_speaker": by is not None and _speaker(m.text) == _speaker(by.text),
+                "cue": cue.group(0).casefold() if cue else None,
                 "conversation": sample, "status": m.status.value, "turn": ",".join(src),
                 "at": when[src[0]].strftime("%Y-%m-%d") if src and src[0] in when else "",
                 "text": m.text, "by_turn": ",".join(bsrc),
@@ -401,7 +415,14 @@ def run_locomo(engine: Any, clock: Any, embedder: MemoEmbedder,
             })
         log(f"  locomo {sample}: {len(turns)} turns, retired so far {len(pairs)}")
     return {"conversations": len(convs), "turns": total, "retired": len(pairs),
+            "cross_speaker": sum(not p["same_speaker"] for p in pairs),
+            "by_cue": dict(Counter(str(p["cue"]) for p in pairs).most_common()),
             "pairs": pairs}
+
+
+def _speaker(text: str) -> str:
+    return text.split(":", 1)[0].strip() if ":" in text else ""
+
 
 
 # ----------------------------------------------------------------------------- report
@@ -537,7 +558,10 @@ def render(r: dict[str, Any]) -> str:
             f"{sup['stale_retired_by_a_later_value']} |",
             f"| of them retired by an unrelated turn | {sup['stale_retired_by_a_wrong_turn']} |",
             "",
-            "False supersessions by the retiring turn's role: "
+            "False supersessions by the retired turn's speaker: "
+            + (", ".join(f"{k} {v}" for k, v in
+                         sorted(sup["false_by_superseded_speaker"].items())) or "none")
+            + ". By the retiring turn's role: "
             + (", ".join(f"{k} {v}" for k, v in sorted(sup["false_by_superseding_role"].items()))
                or "none")
             + "; by the retired turn's role: "
@@ -615,12 +639,15 @@ def render(r: dict[str, Any]) -> str:
               "retired it, with their cosine. Judge for yourself whether it is a real change "
               "of a fact; LoCoMo has few (it is small talk between two friends), so most are "
               "expected to be false supersessions.", "",
-              "| # | conv | retired turn (date) | retired by (date) | cos |",
-              "|---|---|---|---|---|"]
+              f"Retired by another speaker's turn: {lo['cross_speaker']}. Cue words in the "
+              "retiring turn (first match, for reading only): "
+              + ", ".join(f"{k} {v}" for k, v in lo["by_cue"].items()) + ".", "",
+              "| # | conv | retired turn (date) | retired by (date) | cue | cos |",
+              "|---|---|---|---|---|---|"]
         for n, a in enumerate(lo["pairs"], 1):
             L.append(f"| {n} | {a['conversation']} | {a['turn']} ({a['at']}): "
                      f"{_cell(a['text'], 400)} | {a['by_turn']} ({a['by_at']}): "
-                     f"{_cell(a['by_text'], 400)} | "
+                     f"{_cell(a['by_text'], 400)} | {a['cue'] or '-'} | "
                      f"{_f2(a['cosine'])} |")
     return "\n".join(L) + "\n"
 
