@@ -1,5 +1,4 @@
-"""What a Redis write does, computed from what was read: pure functions shared by the sync
-and the asyncio store.
+"""What a Redis write does, computed from what was read: pure functions, no I/O.
 
 A write runs as optimistic concurrency: WATCH the keys whose contents decide the outcome
 (the records being replaced, the text-hash sets the duplicate rule reads, the edge hash),
@@ -49,7 +48,7 @@ def dumps(value: Any, what: str) -> str:
         ) from None
 
 
-# One per process, shared by every Redis store (sync and asyncio) and reader: keyed by the
+# One per process, shared by every Redis store and reader: keyed by the
 # exact record bytes, which name their namespace, so sharing cannot mix stores up.
 DECODED = DecodedRecords()
 

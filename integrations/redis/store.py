@@ -12,9 +12,8 @@ Why it looks the way it does:
   compare-and-set that loses raises `ConflictError`. `touch`, which changes records only,
   reads them and sets them in one Lua compare-and-set on their exact texts (two round
   trips, not three), re-read when another writer got there first: it never loses a count.
-- Reads are written once, as request/reply generators in `redis.reads`, and driven here
-  (blocking) and in `redis.async_store` (awaited): both stores read alike, round trip for round
-  trip.
+- Reads are request/reply generators in `redis.reads`, driven here: what a read asks and
+  how its replies combine stays apart from the I/O, round trip for round trip.
 - Any Redis failure (down, timeout, out of memory, a cluster failover) raises
   `BackendUnavailable`; MULTI/EXEC means a write interrupted by it applied nothing.
 - Lexical search is BM25 over postings kept in Redis, scored in Python (`redis.lexical`
@@ -100,7 +99,7 @@ _BACKOFF_MAX_S = 0.02
 
 
 class LostRaces:
-    """The retry budget of one optimistic write (sync and asyncio stores alike): each lost
+    """The retry budget of one optimistic write: each lost
     race gives a short random backoff, growing to `_BACKOFF_MAX_S`, until the write has
     lost for `_WRITE_DEADLINE_S`; then `BackendUnavailable` says the namespace is too
     contended."""
@@ -169,11 +168,6 @@ def is_redis_url(text: str) -> bool:
 
 def client_from_url(url: str, **options: Any) -> Any:
     """A redis-py client (RedisCluster for `redis+cluster://`), strings decoded."""
-    return open_client(url, redis.Redis, redis.RedisCluster, options)
-
-
-def open_client(url: str, plain: Any, cluster: Any, options: Mapping[str, Any]) -> Any:
-    """`plain` or `cluster` (`redis.*` or `redis.asyncio.*`) from a reverie Redis URL."""
     kwargs: dict[str, Any] = {
         "decode_responses": True,
         "socket_connect_timeout": _CONNECT_TIMEOUT_S,
@@ -182,13 +176,13 @@ def open_client(url: str, plain: Any, cluster: Any, options: Mapping[str, Any]) 
     }
     try:
         if url.startswith(("redis+cluster://", "rediss+cluster://")):
-            return cluster.from_url(url.replace("+cluster://", "://", 1), **kwargs)
+            return redis.RedisCluster.from_url(url.replace("+cluster://", "://", 1), **kwargs)
         if not is_redis_url(url):
             raise InvalidInput(
                 f"not a Redis URL: {url!r}; use redis://host:port/db, rediss:// (TLS) or "
                 "redis+cluster://host:port"
             )
-        return plain.from_url(url, **kwargs)
+        return redis.Redis.from_url(url, **kwargs)
     except RedisError as e:
         raise BackendUnavailable(f"cannot connect to Redis at {_safe(url)}: {e}") from None
     except ValueError as e:

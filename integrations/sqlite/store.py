@@ -324,7 +324,7 @@ class SQLiteStore:
     """RecordStore and LexicalIndex over one SQLite file (see the module docstring).
 
     Thread-safe: one connection shared under a re-entrant lock, because sqlite3 connections
-    must not run two statements at once and the engine's async twins call in from worker
+    must not run two statements at once and the engine's async methods call in from worker
     threads. Process-safe: WAL plus ``BEGIN IMMEDIATE`` with a busy timeout.
     """
 
