@@ -161,7 +161,7 @@ def wait_for(cond: Any, timeout: float = 30.0) -> None:
 
 
 def metadata_of(index: ChromaIndex, namespace: str, ids: list[str]) -> dict[str, Any]:
-    col = index._collection(namespace)
+    col = index._cols.get(namespace)
     got = col.get(ids=ids, include=["metadatas"])
     return dict(zip(got["ids"], got["metadatas"], strict=True))
 
