@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from reverie.core.clock import utc
@@ -26,26 +26,11 @@ from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash
 from reverie.integrations.redis.keys import NamespaceKeys
 from reverie.integrations.redis.lexical import term_frequencies
+from reverie.integrations.store_values import dumps, micros
 
 Command = tuple[str | int | float, ...]
 
 _DEL_CHUNK = 500  # keys per DEL, so no one command is huge
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def micros(ts: datetime) -> int:
-    """Exact integer microseconds (a double holds them exactly until the year 2255)."""
-    return int((utc(ts) - _EPOCH) // _MICROSECOND)
-
-
-def dumps(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as e:
-        raise InvalidInput(
-            f"{what} must be JSON-serialisable (plain str/number/bool/list/dict): {e}"
-        ) from None
 
 
 # One per process, shared by every Redis store and reader: keyed by the

@@ -29,7 +29,6 @@ TLS, or `redis+cluster://host:port` (`rediss+cluster://` with TLS) for a cluster
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import secrets
@@ -75,8 +74,7 @@ from reverie.integrations.redis.plan import (
     CheckedBatch,
     Command,
     check_batch,
-    dumps,
-    load_journal_entry,
+        load_journal_entry,
     parse_doc,
     plan_commit,
     plan_delete,
@@ -85,6 +83,7 @@ from reverie.integrations.redis.plan import (
 from reverie.integrations.redis.reads import Lua, Pipelined, Request, Steps
 from reverie.integrations.redis.reads import chunks as _chunks
 from reverie.integrations.redis.reads import unique as _unique
+from reverie.integrations.store_values import check_ttl, check_window, dumps
 
 __all__ = ["RedisStore", "client_from_url", "is_redis_url"]
 
@@ -196,22 +195,6 @@ def _safe(url: str) -> str:
         return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
     return url
 
-
-def _check_ttl(ttl_seconds: float) -> float:
-    if (
-        isinstance(ttl_seconds, bool)
-        or not isinstance(ttl_seconds, int | float)
-        or not math.isfinite(ttl_seconds)
-        or ttl_seconds < 0
-    ):
-        raise InvalidInput(f"ttl_seconds must be a finite number >= 0, got {ttl_seconds!r}")
-    return float(ttl_seconds)
-
-
-def _check_window(window: int) -> int:
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InvalidInput(f"window must be a positive int, got {window!r}")
-    return window
 
 
 def lock_busy(ns: str, value: str, now_ms: int) -> LockBusy:
@@ -395,7 +378,7 @@ class RedisStore:
         which back-to-back recalls otherwise pay for beside the next recall. Atomic per
         chunk of ids, like `touch`."""
         keys = self._keys(namespace)
-        _check_window(window)
+        check_window(window)
         steps = [(_unique(ids), utc(at)) for ids, at in events]
         wanted = _unique(i for ids, _ in steps for i in ids)
         for chunk in _chunks(wanted):
@@ -585,7 +568,7 @@ class RedisStore:
         """A lease on Redis's clock: it expires, so a crashed holder cannot wedge
         maintenance, and only the holder of its token releases it."""
         keys = self._keys(namespace)
-        ttl = _check_ttl(ttl_seconds)
+        ttl = check_ttl(ttl_seconds)
         return self._lease(namespace, keys.lock, ttl)
 
     @contextmanager

@@ -9,7 +9,6 @@ networked file system), which share no monotonic clock.
 from __future__ import annotations
 
 import json
-import math
 import os
 import secrets
 import socket
@@ -22,9 +21,9 @@ from typing import Any
 
 from reverie.core.errors import InvalidInput, LockBusy
 from reverie.integrations.sqlite.database import Database
-from reverie.integrations.sqlite.records import dumps
+from reverie.integrations.store_values import dumps
 
-__all__ = ["check_ttl", "get_meta", "journal_get", "journal_put", "lease", "set_meta"]
+__all__ = ["get_meta", "journal_get", "journal_put", "lease", "set_meta"]
 
 _USER_META_PREFIX = "user."  # user meta keys cannot collide with the store's own rows
 
@@ -70,17 +69,6 @@ def journal_put(db: Database, ns: str, fingerprint: str, entry: Mapping[str, Any
             "ON CONFLICT (namespace, fingerprint) DO UPDATE SET entry = excluded.entry",
             (ns, fingerprint, payload),
         )
-
-
-def check_ttl(ttl_seconds: float) -> float:
-    if (
-        isinstance(ttl_seconds, bool)
-        or not isinstance(ttl_seconds, int | float)
-        or not math.isfinite(ttl_seconds)
-        or ttl_seconds < 0
-    ):
-        raise InvalidInput(f"ttl_seconds must be a finite number >= 0, got {ttl_seconds!r}")
-    return float(ttl_seconds)
 
 
 @contextmanager

@@ -9,42 +9,21 @@ migration, only a new lookup does.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-from reverie.core.clock import utc
-from reverie.core.errors import BackendUnavailable, ConflictError, InvalidInput
+from reverie.core.errors import BackendUnavailable, ConflictError
 from reverie.core.models import Memory, Status
 from reverie.core.text import content_hash
 from reverie.integrations.sqlite.database import marks
 from reverie.integrations.sqlite.lexical import FullText
 from reverie.integrations.sqlite.schema import SEQ_MASK
+from reverie.integrations.store_values import micros
 
 __all__ = [
-    "EPOCH", "MICROSECOND", "Row", "check_unique_key", "check_unique_text", "delete", "dumps",
-    "put", "stored", "us",
+    "Row", "check_unique_key", "check_unique_text", "delete", "put", "stored",
 ]
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MICROSECOND = timedelta(microseconds=1)
-
-
-def us(ts: datetime) -> int:
-    """Exact integer microseconds: floats would blur ordering of close timestamps."""
-    return int((utc(ts) - EPOCH) // MICROSECOND)
-
-
-def dumps(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as e:
-        raise InvalidInput(f"{what} must be JSON-serialisable (plain str/number/bool/list/dict): "
-                           f"{e}") from None
-
 
 class Row:
     """What commit needs to know about the stored version of a memory."""
@@ -129,10 +108,10 @@ def put(
         m.kind.value,
         m.key,
         content_hash(m.text),
-        us(m.created_at),
-        us(m.valid_since),
-        None if m.valid_to is None else us(m.valid_to),
-        us(m.updated_at or m.created_at),
+        micros(m.created_at),
+        micros(m.valid_since),
+        None if m.valid_to is None else micros(m.valid_to),
+        micros(m.updated_at or m.created_at),
         record,
     )
     if old is None:
@@ -170,7 +149,7 @@ def put(
     conn.execute(
         "DELETE FROM memory_entities WHERE namespace = ? AND memory_id = ?", (ns, m.id)
     )
-    created = us(m.created_at)
+    created = micros(m.created_at)
     conn.executemany(
         "INSERT INTO memory_entities (namespace, entity, memory_id, created_at) "
         "VALUES (?, ?, ?, ?)",

@@ -41,15 +41,10 @@ from reverie.integrations.kept_vectors import from_bytes, to_bytes
 from reverie.integrations.sqlite import leases, records
 from reverie.integrations.sqlite.database import Database, chunks, marks
 from reverie.integrations.sqlite.lexical import FullText
-from reverie.integrations.sqlite.records import EPOCH, MICROSECOND, dumps, us
 from reverie.integrations.sqlite.schema import SCHEMA_VERSION
+from reverie.integrations.store_values import check_ttl, check_window, dumps, from_micros, micros
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
-
-
-def _check_window(window: int) -> None:
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InvalidInput(f"window must be a positive int, got {window!r}")
 
 
 class SQLiteStore:
@@ -138,7 +133,7 @@ class SQLiteStore:
         written once however many of the events reinforce it. Not part of the RecordStore
         port: the background reinforcement writes a burst of recalls' touches with it."""
         ns = validate_namespace(namespace)
-        _check_window(window)
+        check_window(window)
         steps = [(_unique(ids), utc(at)) for ids, at in events]
         wanted = _unique(i for ids, _ in steps for i in ids)
         if not wanted:
@@ -165,7 +160,7 @@ class SQLiteStore:
             ]
             conn.executemany(
                 "UPDATE memories SET version = ?, updated_at = ?, record = ? WHERE seq = ?",
-                [(m.version, us(m.updated_at or m.created_at), rec, seq)
+                [(m.version, micros(m.updated_at or m.created_at), rec, seq)
                  for m, rec, seq in written],
             )
         for m, rec, _ in written:  # committed: the next recall reads these back
@@ -271,7 +266,7 @@ class SQLiteStore:
         part of the RecordStore port: recall uses it, where a store has it, to place
         candidates in time for conversation context."""
         rows = self._column_of(namespace, ids, "created_at")
-        return {memory_id: EPOCH + n * MICROSECOND for memory_id, n in rows}
+        return {memory_id: from_micros(n) for memory_id, n in rows}
 
     def _column_of(
         self, namespace: str, ids: Iterable[str], column: str, extra: str = ""
@@ -475,7 +470,7 @@ class SQLiteStore:
     def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AbstractContextManager[str]:
         """A lease, not a mutex: it expires, so a crashed holder cannot wedge maintenance."""
         ns = validate_namespace(namespace)
-        return leases.lease(self._db, ns, leases.check_ttl(ttl_seconds))
+        return leases.lease(self._db, ns, check_ttl(ttl_seconds))
 
     # --- lifecycle ------------------------------------------------------------------------
 
