@@ -19,7 +19,7 @@ class HnswSettings:
     """HNSW parameters of a new collection (existing collections keep theirs).
 
     Higher values buy recall with build time, memory and query latency; see
-    benchmarks/results/hnsw.md for the measured trade-off.
+    benchmarks/results/hnsw.md for the trade-off.
     """
 
     ef_construction: int = 200

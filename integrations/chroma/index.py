@@ -255,7 +255,8 @@ class ChromaIndex:
                 if flt is None:
                     return _pairs(self._query(c, q, k, ["distances"]))
                 # Chroma evaluates a `where` by listing every matching id first, which costs
-                # ~20x an unfiltered query when most items match (`status = active`). So
+                # far more than an unfiltered query when most items match (`status =
+                # active`). So
                 # filter the unfiltered top candidates here, and only fall back to Chroma's
                 # filter when too few of them match (a selective filter).
                 fetch = max(k * _OVERFETCH, _MIN_FETCH)
