@@ -1,18 +1,21 @@
 """Values both record stores (SQLite and Redis) write or check alike: records and journal
-entries as JSON text, times as exact integer microseconds, a lease's time to live, and the
-window of recent accesses a touch keeps."""
+entries as JSON text, times as exact integer microseconds, a lease's time to live and
+holder, and the window of recent accesses a touch keeps."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import socket
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reverie.core.clock import utc
 from reverie.core.errors import InvalidInput
 
-__all__ = ["check_ttl", "check_window", "dumps", "from_micros", "micros"]
+__all__ = ["check_ttl", "check_window", "dumps", "from_micros", "lease_holder", "micros"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -54,3 +57,8 @@ def check_window(window: int) -> int:
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise InvalidInput(f"window must be a positive int, got {window!r}")
     return window
+
+
+def lease_holder() -> str:
+    """Who takes a maintenance lease, as `LockBusy` names them to the next caller."""
+    return f"{socket.gethostname()} pid {os.getpid()} thread {threading.get_ident()}"

@@ -9,10 +9,7 @@ networked file system), which share no monotonic clock.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import socket
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -21,7 +18,7 @@ from typing import Any
 
 from reverie.core.errors import InvalidInput, LockBusy
 from reverie.integrations.sqlite.database import Database
-from reverie.integrations.store_values import dumps
+from reverie.integrations.store_values import dumps, lease_holder
 
 __all__ = ["get_meta", "journal_get", "journal_put", "lease", "set_meta"]
 
@@ -76,7 +73,7 @@ def lease(db: Database, ns: str, ttl: float) -> Iterator[str]:
     """Hold the namespace's maintenance lease for the block (`LockBusy` if another holder's
     has not expired); yields the lease's token."""
     token = secrets.token_hex(16)
-    holder = f"{socket.gethostname()} pid {os.getpid()} thread {threading.get_ident()}"
+    holder = lease_holder()
     with db.write() as conn:
         now = time.time()
         row = conn.execute(

@@ -144,11 +144,11 @@ def test_lost_races_back_off_briefly_then_give_up_typed(monkeypatch: pytest.Monk
     """Every optimistic Redis write (WATCH/EXEC and the touch's compare-and-set)
     retries through one budget: short random waits, then `BackendUnavailable`."""
     from reverie.core.errors import BackendUnavailable
-    from reverie.integrations.redis import store as redis_store
+    from reverie.integrations.redis import connection
 
-    races = redis_store.LostRaces("redis://x", "a touch")
+    races = connection.LostRaces("redis://x", "a touch")
     waits = [races.lost() for _ in range(50)]
-    assert all(0 <= w <= redis_store._BACKOFF_MAX_S for w in waits)
-    monkeypatch.setattr(redis_store, "_WRITE_DEADLINE_S", -1.0)  # already past the budget
+    assert all(0 <= w <= connection._BACKOFF_MAX_S for w in waits)
+    monkeypatch.setattr(connection, "_WRITE_DEADLINE_S", -1.0)  # already past the budget
     with pytest.raises(BackendUnavailable, match="a touch lost 1 races in a row"):
-        redis_store.LostRaces("redis://x", "a touch").lost()
+        connection.LostRaces("redis://x", "a touch").lost()
