@@ -1,6 +1,7 @@
 """Values both record stores (SQLite and Redis) write or check alike: records and journal
-entries as JSON text, times as exact integer microseconds, a lease's time to live and
-holder, and the window of recent accesses a touch keeps."""
+entries as JSON text, times as exact integer microseconds, a write's version against the
+stored one, a lease's time to live and holder, and the window of recent accesses a touch
+keeps."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reverie.core.clock import utc
-from reverie.core.errors import InvalidInput
+from reverie.core.errors import ConflictError, InvalidInput
+from reverie.core.models import Memory
 
-__all__ = ["check_ttl", "check_window", "dumps", "from_micros", "lease_holder", "micros"]
+__all__ = [
+    "check_ttl", "check_version", "check_window", "dumps", "from_micros", "lease_holder",
+    "micros",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -40,6 +45,23 @@ def dumps(value: Any, what: str) -> str:
         raise InvalidInput(
             f"{what} must be JSON-serialisable (plain str/number/bool/list/dict): {e}"
         ) from None
+
+
+def check_version(m: Memory, stored_version: int | None) -> None:
+    """A write of `m` must follow the stored version (`None`: not stored) by one, else
+    `ConflictError`: someone else wrote first, or the memory was deleted."""
+    ns = m.namespace
+    if stored_version is None and m.version != 1:
+        raise ConflictError(
+            f"memory {m.id!r} in {ns!r}: writing version {m.version} but it is not stored "
+            "(was it deleted?); re-read and retry"
+        )
+    if stored_version is not None and m.version != stored_version + 1:
+        raise ConflictError(
+            f"memory {m.id!r} in {ns!r}: writing version {m.version} but version "
+            f"{stored_version} is stored (expected {m.version - 1}); someone else wrote "
+            "first, re-read and retry"
+        )
 
 
 def check_ttl(ttl_seconds: float) -> float:

@@ -26,7 +26,7 @@ from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash
 from reverie.integrations.redis.keys import NamespaceKeys
 from reverie.integrations.redis.lexical import term_frequencies
-from reverie.integrations.store_values import dumps, micros
+from reverie.integrations.store_values import check_version, dumps, micros
 
 Command = tuple[str | int | float, ...]
 
@@ -176,17 +176,7 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
     for m, _ in batch.puts:
         cur = staged.get(m.id)
         if not batch.restore:
-            if cur is None and m.version != 1:
-                raise ConflictError(
-                    f"memory {m.id!r} in {ns!r}: writing version {m.version} but it is not "
-                    "stored (was it deleted?); re-read and retry"
-                )
-            if cur is not None and m.version != cur.version + 1:
-                raise ConflictError(
-                    f"memory {m.id!r} in {ns!r}: writing version {m.version} but version "
-                    f"{cur.version} is stored (expected {m.version - 1}); someone else wrote "
-                    "first, re-read and retry"
-                )
+            check_version(m, None if cur is None else cur.version)
         staged[m.id] = m
     encoded = {m.id: record for m, record in batch.puts}  # the last put of an id wins
 

@@ -19,7 +19,7 @@ from reverie.core.text import content_hash
 from reverie.integrations.sqlite.database import marks
 from reverie.integrations.sqlite.lexical import FullText
 from reverie.integrations.sqlite.schema import SEQ_MASK
-from reverie.integrations.store_values import micros
+from reverie.integrations.store_values import check_version, micros
 
 __all__ = [
     "Row", "check_unique_key", "check_unique_text", "delete", "put", "stored",
@@ -46,15 +46,20 @@ def stored(conn: sqlite3.Connection, ns: str, memory_id: str) -> Row | None:
     return None if row is None else Row(*row)
 
 
-def check_unique_text(conn: sqlite3.Connection, ns: str, digest: str) -> None:
-    ids = [
+def _two_active(conn: sqlite3.Connection, ns: str, where: str, value: str) -> list[str]:
+    """Up to two ids of active memories matching `where` (one `?`, bound to `value`)."""
+    return [
         r[0]
         for r in conn.execute(
-            "SELECT id FROM memories WHERE namespace = ? AND content_hash = ? "
-            "AND status = 'active' AND key IS NULL ORDER BY seq LIMIT 2",
-            (ns, digest),
+            f"SELECT id FROM memories WHERE namespace = ? AND {where} "
+            "AND status = 'active' ORDER BY seq LIMIT 2",
+            (ns, value),
         )
     ]
+
+
+def check_unique_text(conn: sqlite3.Connection, ns: str, digest: str) -> None:
+    ids = _two_active(conn, ns, "content_hash = ? AND key IS NULL", digest)
     if len(ids) > 1:
         raise ConflictError(
             f"namespace {ns!r} would hold two active memories with the same text "
@@ -64,14 +69,7 @@ def check_unique_text(conn: sqlite3.Connection, ns: str, digest: str) -> None:
 
 
 def check_unique_key(conn: sqlite3.Connection, ns: str, key: str) -> None:
-    ids = [
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM memories WHERE namespace = ? AND key = ? "
-            "AND status = 'active' ORDER BY seq LIMIT 2",
-            (ns, key),
-        )
-    ]
+    ids = _two_active(conn, ns, "key = ?", key)
     if len(ids) > 1:
         raise ConflictError(
             f"namespace {ns!r} would hold two active versions of fact {key!r} "
@@ -81,26 +79,16 @@ def check_unique_key(conn: sqlite3.Connection, ns: str, key: str) -> None:
 
 
 def put(
-    conn: sqlite3.Connection, m: Memory, record: str, *, check_version: bool,
+    conn: sqlite3.Connection, m: Memory, record: str, *, restore: bool,
     fulltext: FullText, path: Path,
 ) -> None:
     """Write one memory's rows (record, lookup columns, full-text row, entities), checking
-    its version against the stored one unless `check_version` is off (a restore)."""
+    its version against the stored one unless it is a `restore` (an import: the record is
+    written as given)."""
     ns = m.namespace
     old = stored(conn, ns, m.id)
-    if not check_version:
-        pass  # restore (import): the record is written as given
-    elif old is None and m.version != 1:
-        raise ConflictError(
-            f"memory {m.id!r} in {ns!r}: writing version {m.version} but it is not stored "
-            "(was it deleted?); re-read and retry"
-        )
-    elif old is not None and m.version != old.version + 1:
-        raise ConflictError(
-            f"memory {m.id!r} in {ns!r}: writing version {m.version} but version "
-            f"{old.version} is stored (expected {m.version - 1}); someone else wrote "
-            "first, re-read and retry"
-        )
+    if not restore:
+        check_version(m, None if old is None else old.version)
     columns = (
         m.version,
         m.status.value,

@@ -101,7 +101,7 @@ class SQLiteStore:
         fact_keys = {m.key for m in batch.puts if m.is_active and m.key is not None}
         with self._write() as conn:
             for m, record in encoded:
-                records.put(conn, m, record, check_version=not batch.restore,
+                records.put(conn, m, record, restore=batch.restore,
                             fulltext=self._text, path=self._db.path)
             for digest in free_text:
                 records.check_unique_text(conn, ns, digest)
