@@ -51,7 +51,7 @@ from .recall import RecallPath
 from .reinforcement import Reinforcer
 from .results import Hit, RecallResult, render_hit
 from .triggers import RetrievalLog, Trigger
-from .writing import Observation, Prepared, WritePath
+from .writing import Observation, WritePath
 
 __all__ = [
     "Hit",
@@ -65,9 +65,6 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
-
-# the vector index's metadata for a memory; public as `vector_sync.vector_meta`
-_vector_meta = vector_sync.vector_meta
 
 
 class _Shared(Generic[T]):
@@ -211,10 +208,6 @@ class MemoryEngine:
         self, namespace: str, ids: Sequence[str], error: BaseException
     ) -> None:
         vector_sync.queued_write_failed(self._ctx)
-
-    def _prepare(self, ns: str, item: Observation) -> Prepared:
-        """An observation validated into its trace, nothing written (for measurements)."""
-        return self._writes.prepare(ns, item)
 
     def flush_reinforcement(self) -> None:
         """Wait until every recall's access reinforcement and every vector observe queued

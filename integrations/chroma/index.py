@@ -99,6 +99,12 @@ class ChromaIndex:
         self.remote = remote
         self._transport = transport
 
+    def collection(self, namespace: str) -> Any | None:
+        """The namespace's chromadb collection, or None before its first vector: for
+        measurements against Chroma itself and for inspection, never for writes (the index
+        keeps its own checks and caches in step)."""
+        return self._cols.get(validate_namespace(namespace))
+
     # ------------------------------------------------------------------ factories
 
     @classmethod
