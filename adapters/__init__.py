@@ -1,1 +1,1 @@
-"""reverie.adapters: the driving side (CLI now; LangChain, LangGraph, LlamaIndex later)."""
+"""reverie.adapters: the driving side, one face per audience (CLI, LangChain, LangGraph, LlamaIndex)."""

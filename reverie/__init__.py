@@ -1,0 +1,79 @@
+"""reverie: long-term memory for LLM agents that forgets on purpose.
+
+The names a user needs to get going live here: `open_engine()` opens an engine on the
+embedded default (SQLite, embedded Chroma, a local embedding model), `MemoryEngine` is the
+one facade over the memory lifecycle, and `Policy` holds every tunable number. Importing
+this package is cheap: backends, the embedding model and the framework faces load only when
+used (`reverie.adapters.langchain`, `reverie.adapters.langgraph`,
+`reverie.adapters.llamaindex`).
+"""
+
+from reverie.core import (
+    DEFAULT_POLICY,
+    BackendUnavailable,
+    ConflictError,
+    DimensionMismatch,
+    Edge,
+    EdgeType,
+    EmptyText,
+    Fact,
+    InvalidInput,
+    InvalidNamespace,
+    InvalidPolicy,
+    InvalidVector,
+    Kind,
+    LockBusy,
+    ManualClock,
+    Memory,
+    MissingExtra,
+    NotFound,
+    Policy,
+    ReverieError,
+    SchemaTooNew,
+    Status,
+    StoreCorrupt,
+    SynthesisFailed,
+    SystemClock,
+    TextTooLong,
+    Tier,
+    UnknownKind,
+)
+from reverie.core.engine import Hit, MemoryEngine, Observation, RecallResult
+from reverie.integrations.factory import default_data_dir, open_engine
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "BackendUnavailable",
+    "ConflictError",
+    "DimensionMismatch",
+    "Edge",
+    "EdgeType",
+    "EmptyText",
+    "Fact",
+    "Hit",
+    "InvalidInput",
+    "InvalidNamespace",
+    "InvalidPolicy",
+    "InvalidVector",
+    "Kind",
+    "LockBusy",
+    "ManualClock",
+    "Memory",
+    "MemoryEngine",
+    "MissingExtra",
+    "NotFound",
+    "Observation",
+    "Policy",
+    "RecallResult",
+    "ReverieError",
+    "SchemaTooNew",
+    "Status",
+    "StoreCorrupt",
+    "SynthesisFailed",
+    "SystemClock",
+    "TextTooLong",
+    "Tier",
+    "UnknownKind",
+    "default_data_dir",
+    "open_engine",
+]
