@@ -6,7 +6,16 @@ one facade over the memory lifecycle, and `Policy` holds every tunable number. I
 this package is cheap: backends, the embedding model and the framework faces load only when
 used (`reverie.adapters.langchain`, `reverie.adapters.langgraph`,
 `reverie.adapters.llamaindex`).
+
+Python imports this module before any subpackage, so it must stay as light as
+`reverie.core` itself (numpy only): `open_engine` and `default_data_dir` load
+`reverie.integrations` on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from reverie.core import (
     DEFAULT_POLICY,
@@ -39,7 +48,6 @@ from reverie.core import (
     UnknownKind,
 )
 from reverie.core.engine import Hit, MemoryEngine, Observation, RecallResult
-from reverie.integrations.factory import default_data_dir, open_engine
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -77,3 +85,16 @@ __all__ = [
     "default_data_dir",
     "open_engine",
 ]
+
+
+if TYPE_CHECKING:  # mypy sees the real names; at run time they load on first use
+    from reverie.integrations.factory import default_data_dir, open_engine
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name in ("default_data_dir", "open_engine"):
+            return getattr(importlib.import_module("reverie.integrations.factory"), name)
+        raise AttributeError(f"module 'reverie' has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(__all__)
