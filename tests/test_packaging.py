@@ -89,6 +89,31 @@ def test_each_face_exports_its_names(face: str) -> None:
     assert set(dir(module)) >= FACES[face]
 
 
+@pytest.mark.parametrize(
+    ("framework", "face", "name", "extra"),
+    [
+        ("langchain_core", "reverie.adapters.langchain", "ReverieRetriever", "langchain"),
+        ("langgraph", "reverie.adapters.langgraph", "ReverieStore", "langgraph"),
+        ("llama_index", "reverie.adapters.llamaindex", "ReverieMemoryBlock", "llamaindex"),
+    ],
+)
+def test_a_face_name_without_its_framework_names_the_extra(
+    framework: str, face: str, name: str, extra: str, tmp_path: Path
+) -> None:
+    probe = (
+        f"import sys; sys.modules[{framework!r}] = None\n"  # as if not installed
+        f"import {face}\n"
+        "from reverie import MissingExtra\n"
+        "try:\n"
+        f"    from {face} import {name}\n"
+        "except MissingExtra as e:\n"
+        "    print(e)\n"
+    )
+    r = run(sys.executable, "-c", probe, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"reverie[{extra}]" in r.stdout
+
+
 def test_the_legacy_langchain_memory_keeps_its_path() -> None:
     from reverie.adapters.langchain.memory import ReverieMemory
 

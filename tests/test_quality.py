@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -90,7 +91,10 @@ def test_core_works_in_a_venv_with_only_numpy(tmp_path: Path) -> None:
 def test_import_contracts_hold() -> None:
     """pyproject's [tool.importlinter] contracts: adapters > integrations > core, core free
     of backends and frameworks, integrations free of frameworks, each face independent."""
-    r = run("bash", str(ROOT / "scripts" / "lint-imports"))
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "lint-imports")], cwd=ROOT, capture_output=True,
+        text=True, timeout=300, env={**os.environ, "PYTHON": sys.executable},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "BROKEN" not in r.stdout and " KEPT" in r.stdout, r.stdout
 
