@@ -220,3 +220,21 @@ def test_without_py_typed_mypy_refuses_the_package(user_python: Path, tmp_path: 
         marker.write_bytes(kept)
     assert r.returncode != 0
     assert "py.typed" in r.stdout, r.stdout
+
+
+@pytest.mark.slow
+def test_the_front_door_modules_pass_mypy_strict(tmp_path: Path) -> None:
+    """`reverie/__init__.py` and the face packages' lazy exports are typed as strictly as
+    core. The folders are laid out as one package (symlinks) so mypy sees `reverie.*`."""
+    package = tmp_path / "tree" / "reverie"
+    package.mkdir(parents=True)
+    for name in ("__init__.py", "py.typed"):
+        (package / name).symlink_to(ROOT / "reverie" / name)
+    for folder in ("core", "integrations", "adapters"):
+        (package / folder).symlink_to(ROOT / folder, target_is_directory=True)
+    modules = ["reverie", "reverie.adapters.lazy", *sorted(FACES)]
+    r = run(sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+            "--cache-dir", str(tmp_path / ".mypy_cache"),
+            *[arg for m in modules for arg in ("-m", m)],
+            cwd=package.parent, MYPYPATH=str(package.parent))  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
