@@ -89,11 +89,17 @@ __all__ = [
 
 if TYPE_CHECKING:  # mypy sees the real names; at run time they load on first use
     from reverie.integrations.factory import default_data_dir, open_engine
+
+    __version__: str
 else:
 
     def __getattr__(name: str) -> Any:
         if name in ("default_data_dir", "open_engine"):
             return getattr(importlib.import_module("reverie.integrations.factory"), name)
+        if name == "__version__":  # the installed distribution's, so it has one home
+            from importlib.metadata import version
+
+            return version("reverie")
         raise AttributeError(f"module 'reverie' has no attribute {name!r}")
 
     def __dir__() -> list[str]:

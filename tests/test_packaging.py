@@ -9,11 +9,13 @@ and type-checks tests/typing/user_script.py against it.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import site
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,7 @@ def test_the_front_door_names() -> None:
 
     assert MemoryEngine is CoreEngine and open_engine is factory_open_engine
     assert Policy() == reverie.DEFAULT_POLICY
+    assert reverie.__version__ == importlib.metadata.version("reverie")
     assert sorted(reverie.__all__) == sorted(set(reverie.__all__))
     missing = [name for name in reverie.__all__ if not hasattr(reverie, name)]
     assert missing == []
@@ -118,6 +121,20 @@ def test_the_legacy_langchain_memory_keeps_its_path() -> None:
     from reverie.adapters.langchain.memory import ReverieMemory
 
     assert ReverieMemory.__name__ == "ReverieMemory"
+
+
+def test_every_source_package_is_in_the_wheel() -> None:
+    """pyproject lists the packages by hand (the folders are mapped onto `reverie.*`), so a
+    new subpackage left off the list would be missing for users while tests pass here."""
+    setuptools_config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    package_dir: dict[str, str] = setuptools_config["package-dir"]
+    on_disk = {
+        ".".join([package, *init.parent.relative_to(ROOT / folder).parts])
+        for package, folder in package_dir.items()
+        for init in (ROOT / folder).rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert sorted(setuptools_config["packages"]) == sorted(on_disk)
 
 
 # ---------------------------------------------------------------- import cost
@@ -200,6 +217,8 @@ def test_the_wheel_ships_py_typed_and_the_demo_data(user_python: Path) -> None:
     package = installed_reverie(user_python)
     assert (package / "py.typed").is_file()
     assert (package / "core" / "engine.py").is_file()
+    assert sorted(p.name for p in package.iterdir() if p.is_dir() and p.name != "__pycache__") \
+        == ["adapters", "core", "integrations"]
     assert list((package / "adapters" / "cli" / "data").glob("*.jsonl"))
 
 
