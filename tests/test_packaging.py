@@ -190,8 +190,14 @@ def user_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = run(str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))")
     assert r.returncode == 0, r.stderr
     target = Path(r.stdout.strip())
+    # from a clean copy: pip builds in the source tree, and a build/ left there by an
+    # earlier build would carry files (py.typed among them) the sources no longer have
+    source = base / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".*", "build", "dist", "*.egg-info", "__pycache__", "benchmarks", "cassettes", "tests",
+    ))  # fmt: skip
     r = run(sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-            "--disable-pip-version-check", "--target", str(target), str(ROOT))  # fmt: skip
+            "--disable-pip-version-check", "--target", str(target), str(source))  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     deps = [p for p in site.getsitepackages() if Path(p).is_dir()]
     (target / "zz-dependencies.pth").write_text("\n".join(deps) + "\n")
