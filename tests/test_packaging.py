@@ -179,6 +179,12 @@ def test_from_the_repo_root_subpackages_come_from_their_folders() -> None:
 
 
 @pytest.fixture(scope="module")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the module's mypy runs: the dependencies are analysed once."""
+    return tmp_path_factory.mktemp("mypy") / ".mypy_cache"
+
+
+@pytest.fixture(scope="module")
 def user_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bare interpreter whose site-packages holds reverie installed from the project as
     a user gets it (not editable), and, behind it, this environment's dependencies."""
@@ -204,11 +210,13 @@ def user_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-def mypy_user_script(python: Path, workdir: Path) -> subprocess.CompletedProcess[str]:
+def mypy_user_script(
+    python: Path, workdir: Path, cache: Path
+) -> subprocess.CompletedProcess[str]:
     script = workdir / USER_SCRIPT.name
     shutil.copyfile(USER_SCRIPT, script)
     return run(sys.executable, "-m", "mypy", "--strict", "--python-executable", str(python),
-               "--cache-dir", str(python.parents[2] / ".mypy_cache"), "--no-error-summary",
+               "--cache-dir", str(cache), "--no-error-summary",
                script.name, cwd=workdir)  # fmt: skip
 
 
@@ -229,18 +237,22 @@ def test_the_wheel_ships_py_typed_and_the_demo_data(user_python: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_users_script_passes_mypy_strict(user_python: Path, tmp_path: Path) -> None:
-    r = mypy_user_script(user_python, tmp_path)
+def test_a_users_script_passes_mypy_strict(
+    user_python: Path, tmp_path: Path, mypy_cache: Path
+) -> None:
+    r = mypy_user_script(user_python, tmp_path, mypy_cache)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 @pytest.mark.slow
-def test_without_py_typed_mypy_refuses_the_package(user_python: Path, tmp_path: Path) -> None:
+def test_without_py_typed_mypy_refuses_the_package(
+    user_python: Path, tmp_path: Path, mypy_cache: Path
+) -> None:
     marker = installed_reverie(user_python) / "py.typed"
     kept = marker.read_bytes()
     marker.unlink()
     try:
-        r = mypy_user_script(user_python, tmp_path)
+        r = mypy_user_script(user_python, tmp_path, mypy_cache)
     finally:
         marker.write_bytes(kept)
     assert r.returncode != 0
@@ -248,7 +260,7 @@ def test_without_py_typed_mypy_refuses_the_package(user_python: Path, tmp_path: 
 
 
 @pytest.mark.slow
-def test_the_front_door_modules_pass_mypy_strict(tmp_path: Path) -> None:
+def test_the_front_door_modules_pass_mypy_strict(tmp_path: Path, mypy_cache: Path) -> None:
     """`reverie/__init__.py` and the face packages' lazy exports are typed as strictly as
     core. The folders are laid out as one package (symlinks) so mypy sees `reverie.*`."""
     package = tmp_path / "tree" / "reverie"
@@ -259,7 +271,7 @@ def test_the_front_door_modules_pass_mypy_strict(tmp_path: Path) -> None:
         (package / folder).symlink_to(ROOT / folder, target_is_directory=True)
     modules = ["reverie", "reverie.adapters.lazy", *sorted(FACES)]
     r = run(sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-            "--cache-dir", str(tmp_path / ".mypy_cache"),
+            "--cache-dir", str(mypy_cache),
             *[arg for m in modules for arg in ("-m", m)],
             cwd=package.parent, MYPYPATH=str(package.parent))  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
