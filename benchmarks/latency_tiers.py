@@ -431,7 +431,14 @@ def _observe_worker(
         )
         engine.observe("warm-up: open every connection before the clock starts", namespace=ns)
         engine.flush()
-        calls0 = engine._indexer.calls
+        upserts = [0]  # the upserts this worker's engine makes itself (no outbox)
+        plain_upsert = engine.vectors.upsert
+
+        def counted_upsert(*args: Any, **kwargs: Any) -> Any:
+            upserts[0] += 1
+            return plain_upsert(*args, **kwargs)
+
+        engine.vectors.upsert = counted_upsert
         drains0 = getattr(engine.vectors, "drains", 0)
         barrier.wait(timeout=300)
         c0 = os.times()
@@ -444,7 +451,7 @@ def _observe_worker(
         # vector writes that reached the Chroma server: the outbox counts the batches this
         # worker drained (everyone's), the engine's writer the upserts it made itself
         drains = getattr(engine.vectors, "drains", None)
-        calls = drains - drains0 if drains is not None else engine._indexer.calls - calls0
+        calls = drains - drains0 if drains is not None else upserts[0]
         rss, peak = _rss_of(os.getpid()), _rss_of(os.getpid(), "VmHWM")
         engine.close()
         out.put({"wid": wid, "ops": len(items), "seconds": elapsed, "end": time.time(),

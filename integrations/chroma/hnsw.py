@@ -57,6 +57,6 @@ DEFAULT_HNSW = HnswSettings()
 # A Chroma server is written by many worker processes at once. With Chroma's sync threshold
 # (1000), concurrent adds to one collection cost its server several times the CPU of the
 # same adds made one after another; syncing every 100 vectors takes most of that back, with
-# the same query latency and recall@10 (benchmarks/results/latency_tiers_throughput.md).
+# the same query latency and recall@10.
 # Collections that exist keep the configuration they were made with.
 SERVER_HNSW = replace(DEFAULT_HNSW, sync_threshold=100)

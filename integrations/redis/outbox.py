@@ -4,13 +4,13 @@ queued writes to the vector index in one call.
 
 Why: a Chroma server charges per add call, and much more when several clients add to
 one collection at once, so many small concurrent upserts cost it far more per vector
-than a few large ones made one at a time (benchmarks/results/latency_tiers_throughput.md).
+than a few large ones made one at a time (benchmarks/results/latency_tiers.md).
 Each engine already groups its own vectors (core/indexing.py), but N workers would still
 make N streams of small concurrent upserts. Through the outbox they make one stream of
 large ones, and nobody writes a batch of their own: a worker whose writes another worker
 drained just returns. Several workers then observe faster together than when each
 writes its own batches, and one worker is as fast either way
-(benchmarks/results/latency_tiers_outbox.md).
+(benchmarks/results/latency_tiers.md).
 
 The settings (batch, lease, linger, wait) are `OutboxSettings`; `open_engine(outbox=...)`
 takes them.
