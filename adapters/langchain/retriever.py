@@ -71,10 +71,10 @@ class ReverieLangChainRetriever(BaseRetriever):
     `k` and the namespace are checked when the retriever is built, so a bad one fails
     where it is written, not at the first `invoke`. `k`, `as_of`, `include_history`,
     `token_budget` and `reinforce` can also be given per call:
-    `retriever.invoke(query, k=1)`. `as_of` answers with what was believed at that time; `include_history` also returns
-    superseded memories; `token_budget` packs the results (needs an engine with a
-    token counter, which `open_engine` gives). Recall reinforces what it returns
-    (the memory's decay clock restarts) unless `reinforce=False`.
+    `retriever.invoke(query, k=1)`. `as_of` answers with what was believed at that time;
+    `include_history` also returns superseded memories; `token_budget` packs the results
+    (needs an engine with a token counter, which `open_engine` gives). Recall reinforces
+    what it returns (the memory's decay clock restarts) unless `reinforce=False`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
