@@ -6,9 +6,9 @@
 Works with any OpenAI-compatible endpoint (llama.cpp, Ollama, vLLM, a hosted API).
 REVERIE_HOME says where the memory lives (default: the per-user data directory).
 
-The system prompt carries what `ReverieRetriever` recalls for the user's message, so
-even a model that never calls a tool answers from memory; a model that does call tools
-can remember, look up, confirm and forget memories itself.
+The system prompt carries what `ReverieLangChainRetriever` recalls for the user's
+message, so even a model that never calls a tool answers from memory; a model that does
+call tools can remember, look up, confirm and forget memories itself.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from langchain.agents import create_agent
 
 from reverie import MemoryEngine, open_engine
-from reverie.adapters.langchain import ReverieRetriever, memory_tools
+from reverie.adapters.langchain import ReverieLangChainRetriever, memory_tools
 
 SYSTEM = (
     "You are a helpful assistant with a long-term memory. When the user tells you a "
@@ -32,7 +32,7 @@ NAMESPACE = "user/me"
 
 def ask(model: Any, engine: MemoryEngine, question: str) -> dict[str, Any]:
     """One agent turn: recall into the prompt, let the agent run, return its state."""
-    retriever = ReverieRetriever(engine=engine, namespace=NAMESPACE, k=3)
+    retriever = ReverieLangChainRetriever(engine=engine, namespace=NAMESPACE, k=3)
     memories = "\n".join(f"- {d.page_content}" for d in retriever.invoke(question))
     agent = create_agent(
         model,

@@ -1,6 +1,7 @@
 """The LangChain face (extra `reverie[langchain]`): a retriever, agent tools and the ports.
 
-`ReverieRetriever` is a `BaseRetriever` over an engine; `memory_tools()` gives an agent
+`ReverieLangChainRetriever` is a `BaseRetriever` over an engine (`ReverieRetriever` is
+its older name, kept); `memory_tools()` gives an agent
 remember, recall and forget; `LangChainEmbedder` and `ChatModelSynthesizer` turn LangChain
 `Embeddings` and chat models into reverie's embedder and LLM ports. The legacy
 `BaseMemory` for old chains is `reverie.adapters.langchain.memory.ReverieMemory`
@@ -17,6 +18,7 @@ from reverie.adapters.lazy import lazy_exports
 __all__ = [
     "ChatModelSynthesizer",
     "LangChainEmbedder",
+    "ReverieLangChainRetriever",
     "ReverieRetriever",
     "hit_metadata",
     "hit_to_document",
@@ -26,6 +28,7 @@ __all__ = [
 if TYPE_CHECKING:  # mypy sees the real names; at run time they load on first use
     from reverie.adapters.langchain.ports import ChatModelSynthesizer, LangChainEmbedder
     from reverie.adapters.langchain.retriever import (
+        ReverieLangChainRetriever,
         ReverieRetriever,
         hit_metadata,
         hit_to_document,
@@ -37,6 +40,7 @@ else:
         {
             "ChatModelSynthesizer": "ports",
             "LangChainEmbedder": "ports",
+            "ReverieLangChainRetriever": "retriever",
             "ReverieRetriever": "retriever",
             "hit_metadata": "retriever",
             "hit_to_document": "retriever",

@@ -8,12 +8,15 @@ live on only in `langchain-classic`. New code should use `create_agent` with
 long-term memory without being rewritten.
 
 Each exchange is saved as two traces ("Human: ..." and "AI: ..."), sourced by the
-session; before each call the memories most relevant to the new input are recalled
-and packed into `token_budget` tokens under `memory_key`.
+session; before each call the memories most relevant to the new input are recalled,
+packed into `token_budget` tokens, and put under `memory_key` in the order they were
+said (a reply never precedes its question): as text lines, or as chat messages with
+`return_messages=True`.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -21,13 +24,18 @@ from reverie.core.errors import InvalidInput, MissingExtra
 
 try:
     from langchain_classic.base_memory import BaseMemory
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
     from pydantic import ConfigDict, Field
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.langchain.memory", "classic") from e
 
-from reverie.core.engine import MemoryEngine, Observation, RecallResult
+from reverie.core.engine import Hit, MemoryEngine, Observation, RecallResult, render_hit
 
 __all__ = ["ReverieMemory"]
+
+# metadata entry on each saved line: {"said": ns timestamp of the save, "seq": position}.
+# Two lines saved in one call share the engine's clock time; this keeps them in order.
+_ORDER = "langchain_memory"
 
 
 class ReverieMemory(BaseMemory):
@@ -35,6 +43,8 @@ class ReverieMemory(BaseMemory):
 
     `session_id` is the source of every trace this memory saves (the same line said in
     two sessions gains confidence); `clear()` forgets only the traces its own session said.
+    `return_messages=True` gives `memory_key` as `HumanMessage`/`AIMessage`s (lines
+    another writer stored become `SystemMessage`s), for chat prompts.
     Needs an engine with a token counter (`open_engine` gives one) for `token_budget`.
     """
 
@@ -50,6 +60,7 @@ class ReverieMemory(BaseMemory):
     session_id: str = Field(default_factory=lambda: f"session:{uuid.uuid4().hex}")
     human_prefix: str = "Human"
     ai_prefix: str = "AI"
+    return_messages: bool = False
 
     @property
     def memory_variables(self) -> list[str]:
@@ -76,21 +87,38 @@ class ReverieMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         query = self._input(inputs)
         if not query.strip():
-            return {self.memory_key: ""}
-        return {self.memory_key: _render(self.engine.recall(query, **self._recall_kwargs()))}
+            return {self.memory_key: self._render(None)}
+        return {self.memory_key: self._render(self.engine.recall(query, **self._recall_kwargs()))}
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         query = self._input(inputs)
         if not query.strip():
-            return {self.memory_key: ""}
+            return {self.memory_key: self._render(None)}
         result = await self.engine.arecall(query, **self._recall_kwargs())
-        return {self.memory_key: _render(result)}
+        return {self.memory_key: self._render(result)}
+
+    def _render(self, result: RecallResult | None) -> str | list[BaseMessage]:
+        """What was recalled (by relevance, within the budget), in the order it was said."""
+        hits = sorted(result.hits, key=_said) if result is not None else []
+        if not self.return_messages:
+            return "\n".join(render_hit(h) for h in hits)
+        return [self._message(h.memory.text) for h in hits]
+
+    def _message(self, text: str) -> BaseMessage:
+        for prefix, cls in ((self.human_prefix, HumanMessage), (self.ai_prefix, AIMessage)):
+            if text.startswith(f"{prefix}: "):
+                return cls(content=text[len(prefix) + 2 :])
+        return SystemMessage(content=text)
 
     def _exchange(self, inputs: dict[str, Any], outputs: dict[str, str]) -> list[Observation]:
         pairs = [(self.human_prefix, self._input(inputs)), (self.ai_prefix, self._output(outputs))]
+        said = time.time_ns()
         return [
-            Observation(f"{who}: {text}", source=self.session_id)
-            for who, text in pairs
+            Observation(
+                f"{who}: {text}", source=self.session_id,
+                metadata={_ORDER: {"said": said, "seq": seq}},
+            )
+            for seq, (who, text) in enumerate(pairs)
             if text.strip()
         ]
 
@@ -111,5 +139,9 @@ class ReverieMemory(BaseMemory):
             self.engine.forget(*mine, namespace=self.namespace)
 
 
-def _render(result: RecallResult) -> str:
-    return result.text()
+def _said(hit: Hit) -> tuple[Any, ...]:
+    m = hit.memory
+    order = m.metadata.get(_ORDER)
+    if not isinstance(order, dict):
+        order = {}
+    return (m.created_at, order.get("said", 0), order.get("seq", 0), m.id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from reverie.core.errors import MissingExtra
+from reverie.core.errors import InvalidInput, MissingExtra
 
 try:
     from langchain_core.callbacks import (
@@ -25,8 +25,13 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.langchain.retriever", "langchain") from e
 
 from reverie.core.engine import Hit, MemoryEngine, RecallResult
+from reverie.core.models import validate_namespace
 
-__all__ = ["ReverieRetriever", "hit_metadata", "hit_to_document"]
+__all__ = ["ReverieLangChainRetriever", "ReverieRetriever", "hit_metadata", "hit_to_document"]
+
+# What a caller may change per call (`retriever.invoke(q, k=1)`, as LangChain's standard
+# retriever tests do); anything else is a mistake worth an error, not a silent no-op.
+_PER_CALL = frozenset({"k", "as_of", "include_history", "token_budget", "reinforce"})
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
@@ -60,13 +65,16 @@ def hit_to_document(hit: Hit) -> Document:
     return Document(page_content=hit.memory.text, metadata=hit_metadata(hit), id=hit.memory.id)
 
 
-class ReverieRetriever(BaseRetriever):
+class ReverieLangChainRetriever(BaseRetriever):
     """Documents from a reverie namespace, best first.
 
-    `as_of` answers with what was believed at that time; `include_history` also returns
-    superseded memories; `token_budget` packs the results (needs an engine with a
-    token counter, which `open_engine` gives). Recall reinforces what it returns
-    (the memory's decay clock restarts) unless `reinforce=False`.
+    `k` and the namespace are checked when the retriever is built, so a bad one fails
+    where it is written, not at the first `invoke`. `k`, `as_of`, `include_history`,
+    `token_budget` and `reinforce` can also be given per call:
+    `retriever.invoke(query, k=1)`. `as_of` answers with what was believed at that time;
+    `include_history` also returns superseded memories; `token_budget` packs the results
+    (needs an engine with a token counter, which `open_engine` gives). Recall reinforces
+    what it returns (the memory's decay clock restarts) unless `reinforce=False`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -79,8 +87,28 @@ class ReverieRetriever(BaseRetriever):
     token_budget: int | None = None
     reinforce: bool = True
 
-    def _recall_kwargs(self) -> dict[str, Any]:
-        return {
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic sees them, so the caller gets reverie's typed error
+        if "k" in data:
+            _check_k(data["k"])
+        if data.get("namespace") is not None:
+            validate_namespace(data["namespace"])
+        if "token_budget" in data:
+            _check_budget(data["token_budget"])
+        super().__init__(**data)
+
+    def _recall_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(overrides) - _PER_CALL)
+        if unknown:
+            raise InvalidInput(
+                f"unknown retriever argument(s) {unknown}: per call, give any of "
+                f"{sorted(_PER_CALL)}"
+            )
+        if "k" in overrides:
+            _check_k(overrides["k"])
+        if "token_budget" in overrides:
+            _check_budget(overrides["token_budget"])
+        kwargs: dict[str, Any] = {
             "namespace": self.namespace,
             "k": self.k,
             "as_of": self.as_of,
@@ -88,18 +116,39 @@ class ReverieRetriever(BaseRetriever):
             "token_budget": self.token_budget,
             "reinforce": self.reinforce,
         }
+        kwargs.update(overrides)
+        return kwargs
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return _documents(self.engine.recall(query, **self._recall_kwargs()))
+        return _documents(self.engine.recall(query, **self._recall_kwargs(kwargs)))
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         # the engine's async twin runs recall in a worker thread: the loop never waits
         # on the embedder or the store
-        return _documents(await self.engine.arecall(query, **self._recall_kwargs()))
+        return _documents(await self.engine.arecall(query, **self._recall_kwargs(kwargs)))
+
+
+ReverieRetriever = ReverieLangChainRetriever
+"""The name this retriever had before the LlamaIndex one took the same name; kept so
+existing imports work."""
+
+
+def _check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInput(f"k must be a positive integer, got {k!r}")
+    return k
+
+
+def _check_budget(budget: Any) -> int | None:
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+    ):
+        raise InvalidInput(f"token_budget must be a positive integer or None, got {budget!r}")
+    return budget
 
 
 def _documents(result: RecallResult) -> list[Document]:

@@ -13,11 +13,11 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reverie.core.errors import MissingExtra, ReverieError
+from reverie.core.errors import InvalidInput, MissingExtra, ReverieError
 
 try:
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
-    from pydantic import BaseModel, Field
+    from pydantic import BaseModel, Field, create_model
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.langchain.tools", "langchain") from e
 
@@ -38,9 +38,29 @@ class RememberArgs(BaseModel):
     object: str | None = Field(default=None, description="Optional fact object, e.g. 'Lisbon'.")
 
 
+MAX_K = 50  # the most memories one recall call may ask for
+
+
 class RecallArgs(BaseModel):
     query: str = Field(description="What to look up in long-term memory.")
-    k: int = Field(default=5, ge=1, le=50, description="How many memories to return.")
+    k: int = Field(default=5, ge=1, le=MAX_K, description="How many memories to return.")
+
+
+def recall_args(k: int) -> type[RecallArgs]:
+    """The recall schema with `k` as its default: the schema's default is what the model
+    is shown and what a call without `k` gets, so it must be the factory's, not a fixed 5.
+    (The descriptions stay as they are, so the tool the model sees changes only in that
+    default.)"""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    return create_model(
+        "RecallArgs",
+        __base__=RecallArgs,
+        k=(
+            int,
+            Field(default=k, ge=1, le=MAX_K, description="How many memories to return."),
+        ),
+    )
 
 
 class IdArgs(BaseModel):
@@ -71,9 +91,14 @@ def memory_tools(
 ) -> list[BaseTool]:
     """The four memory tools bound to one namespace.
 
+    `k` is how many memories the recall tool returns when the model does not say
+    (1 to 50); the tool's schema shows the model that default.
+
     `source` names where remembered things come from (a thread or user id): the same
     fact from several independent sources gains confidence and may become a crystal;
     None gives every call its own source."""
+
+    recall_schema = recall_args(k)
 
     def _fact(
         subject: str | None, predicate: str | None, object: str | None
@@ -136,7 +161,7 @@ def memory_tools(
         (remember, aremember, "remember", RememberArgs,
          "Save something worth keeping in long-term memory (a preference, a fact, a plan). "
          "Returns the stored memory's id."),
-        (recall, arecall, "recall", RecallArgs,
+        (recall, arecall, "recall", recall_schema,
          "Search long-term memory. Returns matching memories with their ids, best first."),
         (forget, aforget, "forget", IdArgs,
          "Permanently delete one memory by id (for example when the user asks to forget it)."),

@@ -9,10 +9,11 @@ How LangGraph's model maps onto reverie's:
   letters, digits, `_` and `-`, and writes any other byte as `=XX` (hex), so the
   mapping is reversible and stays inside reverie's namespace charset
   (`encode_namespace` / `decode_namespace`). reverie namespaces hold at most 128
-  characters, so very deep or long tuples raise `InvalidNamespace`.
+  characters, so very deep or long tuples raise `InvalidNamespace`, which says how long
+  the encoded name came out (a non-ASCII character takes 3 per UTF-8 byte).
 - An item is a semantic unit keyed by its LangGraph key. Putting a new value
-  supersedes the previous version (still visible to `engine.history` and to
-  `recall(as_of=...)`); putting the same value again counts as one more source
+  supersedes the previous version (still there for `store.history(namespace, key)` and
+  for `recall(as_of=...)`); putting the same value again counts as one more source
   (confidence rises, the decay clock restarts). `value=None` deletes every version
   (real deletion, as LangGraph's delete means).
 - The memory's text is what the index fields select (`index={"fields": [...]}` on the
@@ -36,10 +37,11 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from reverie.core.errors import InvalidInput, MissingExtra
+from reverie.core.errors import InvalidInput, InvalidNamespace, MissingExtra
 
 try:
     from langgraph.store.base import (
@@ -61,9 +63,10 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess test
 from reverie.core.engine import MemoryEngine
 from reverie.core.models import Kind, Memory, Status, parse_kind
 
-__all__ = ["ReverieStore", "decode_namespace", "encode_namespace"]
+__all__ = ["ItemVersion", "ReverieStore", "decode_namespace", "encode_namespace"]
 
 ROOT = "lg"
+MAX_NAMESPACE_CHARS = 128  # the longest reverie namespace (`validate_namespace`)
 PREDICATE = "langgraph item"
 _META = "langgraph"  # metadata entry holding {"key", "value", "indexed"}
 _PLAIN = re.compile(r"[A-Za-z0-9_-]")
@@ -81,7 +84,15 @@ def encode_namespace(namespace: Sequence[str], root: str = ROOT) -> str:
                 for ch in label
             )
         )
-    return "/".join(parts)
+    name = "/".join(parts)
+    if len(name) > MAX_NAMESPACE_CHARS:
+        raise InvalidNamespace(
+            f"namespace {tuple(namespace)!r} encodes to {len(name)} characters "
+            f"({name[:40]}...), over reverie's limit of {MAX_NAMESPACE_CHARS}: use fewer or "
+            "shorter labels (letters, digits, '_' and '-' take one character each, any "
+            "other character 3 per UTF-8 byte, each label one more for its '/')"
+        )
+    return name
 
 
 def decode_namespace(name: str, root: str = ROOT) -> tuple[str, ...] | None:
@@ -106,6 +117,20 @@ def _unescape(label: str) -> str:
     return out.decode()
 
 
+@dataclass(frozen=True, slots=True)
+class ItemVersion:
+    """One version of a store item: its value, when it was written, and until when it
+    held (`valid_to` None while it is the current value)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    written_at: datetime
+    valid_to: datetime | None
+    current: bool
+    memory_id: str
+
+
 def _subject(key: str) -> str:
     # fact keys are case- and punctuation-folded; hex keeps distinct LangGraph keys distinct
     return "k" + key.encode().hex()
@@ -114,9 +139,12 @@ def _subject(key: str) -> str:
 class ReverieStore(BaseStore):
     """A LangGraph `BaseStore` over a reverie `MemoryEngine`.
 
-    `index`: LangGraph's index config; only `fields` is used (the engine's embedder
-    embeds; a `dims` that disagrees with it is refused). `kind`: the memory kind items
-    are stored as (semantic: 90-day half-life; procedural: 180 days). `reinforce`: a
+    `index`: LangGraph's index config; only `fields` is used. The engine's embedder
+    embeds, so an `embed` is refused (open the engine with
+    `LangChainEmbedder(your_embeddings)` instead), as is a `dims` that disagrees with it.
+    `history(namespace, key)` gives every value an item has had, oldest first.
+    `kind`: the memory kind items are stored as (semantic: 90-day half-life;
+    procedural: 180 days). `reinforce`: a
     search restarts the decay clock of what it returns, as any reverie recall does.
     """
 
@@ -138,6 +166,12 @@ class ReverieStore(BaseStore):
         self.root = root
         self.reinforce = reinforce
         index = dict(index or {})
+        if index.get("embed") is not None:
+            raise InvalidInput(
+                "ReverieStore embeds with its engine's embedder, so index['embed'] would "
+                "be ignored: drop it, or open the engine on those embeddings "
+                "(open_engine(..., embedder=LangChainEmbedder(embeddings)))"
+            )
         dims = index.get("dims")
         if dims is not None and dims != engine.embedder.dimension:
             raise InvalidInput(
@@ -179,6 +213,25 @@ class ReverieStore(BaseStore):
         if not text:  # nothing at the index paths: keep it, findable by key and filter only
             return json.dumps(value, sort_keys=True, ensure_ascii=False), False
         return text, True
+
+    # ------------------------------------------------------------------ history
+
+    def history(self, namespace: tuple[str, ...], key: str) -> list[ItemVersion]:
+        """Every value the item has had, oldest first (an update supersedes, it does not
+        overwrite); [] for an item never put or deleted (deletion removes every version)."""
+        return [
+            ItemVersion(
+                namespace=tuple(namespace), key=m.metadata[_META]["key"],
+                value=m.metadata[_META]["value"], written_at=m.created_at,
+                valid_to=m.valid_to, current=m.status is Status.ACTIVE, memory_id=m.id,
+            )
+            for m in self._versions(tuple(namespace), key)
+            if _META in m.metadata
+        ]
+
+    async def ahistory(self, namespace: tuple[str, ...], key: str) -> list[ItemVersion]:
+        """`history` in a worker thread, off the event loop."""
+        return await asyncio.to_thread(self.history, namespace, key)
 
     # ------------------------------------------------------------------ ops
 

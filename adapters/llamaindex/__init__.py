@@ -1,7 +1,8 @@
 """The LlamaIndex face (extra `reverie[llamaindex]`): a memory block, a retriever and the ports.
 
 `ReverieMemoryBlock` plugs long-term memory into `llama_index.core.memory.Memory`;
-`ReverieRetriever` is a `BaseRetriever` over an engine; `LlamaIndexEmbedder` and
+`ReverieLlamaIndexRetriever` is a `BaseRetriever` over an engine (`ReverieRetriever` is
+its older name, kept); `LlamaIndexEmbedder` and
 `LlamaIndexSynthesizer` turn a LlamaIndex embedding model and LLM into reverie's ports,
 and `ReverieEmbedding` goes the other way. Names load on first use, so this package
 imports without LlamaIndex installed.
@@ -17,6 +18,7 @@ __all__ = [
     "LlamaIndexEmbedder",
     "LlamaIndexSynthesizer",
     "ReverieEmbedding",
+    "ReverieLlamaIndexRetriever",
     "ReverieMemoryBlock",
     "ReverieRetriever",
     "hit_to_node",
@@ -29,7 +31,11 @@ if TYPE_CHECKING:  # mypy sees the real names; at run time they load on first us
         LlamaIndexSynthesizer,
         ReverieEmbedding,
     )
-    from reverie.adapters.llamaindex.retriever import ReverieRetriever, hit_to_node
+    from reverie.adapters.llamaindex.retriever import (
+        ReverieLlamaIndexRetriever,
+        ReverieRetriever,
+        hit_to_node,
+    )
 else:
     __getattr__, __dir__ = lazy_exports(
         __name__,
@@ -37,6 +43,7 @@ else:
             "LlamaIndexEmbedder": "ports",
             "LlamaIndexSynthesizer": "ports",
             "ReverieEmbedding": "ports",
+            "ReverieLlamaIndexRetriever": "retriever",
             "ReverieMemoryBlock": "memory",
             "ReverieRetriever": "retriever",
             "hit_to_node": "retriever",

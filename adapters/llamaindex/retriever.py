@@ -6,8 +6,8 @@ final score, and its metadata carries what a caller needs to trust or act on it
 (tier, status, sources, the score explanation). Those bookkeeping keys are hidden
 from the LLM and the embedder, which see only the memory's text and date.
 
-    from reverie.adapters.llamaindex.retriever import ReverieRetriever
-    retriever = ReverieRetriever(open_engine(), namespace="user/alice", k=5)
+    from reverie.adapters.llamaindex import ReverieLlamaIndexRetriever
+    retriever = ReverieLlamaIndexRetriever(open_engine(), namespace="user/alice", k=5)
     for n in retriever.retrieve("where does Alice live?"):
         print(n.score, n.node.get_content(), n.node.metadata["tier"])
 """
@@ -29,7 +29,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.llamaindex.retriever", "llamaindex") from e
 
-__all__ = ["ReverieRetriever", "hit_to_node"]
+__all__ = ["ReverieLlamaIndexRetriever", "ReverieRetriever", "hit_to_node"]
 
 DEFAULT_K = 5  # framework-face default, per retriever (LlamaIndex's own default is 2)
 
@@ -63,7 +63,7 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
-class ReverieRetriever(BaseRetriever):
+class ReverieLlamaIndexRetriever(BaseRetriever):
     """A `BaseRetriever` over one reverie namespace.
 
     `as_of` answers with what was believed then (superseded versions valid at that
@@ -115,3 +115,8 @@ class ReverieRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(await self.engine.arecall(query_bundle.query_str, **self._options()))
+
+
+ReverieRetriever = ReverieLlamaIndexRetriever
+"""The name this retriever had when it shared it with the LangChain one; kept so existing
+imports work."""

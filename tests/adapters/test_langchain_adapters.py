@@ -17,9 +17,16 @@ from reverie.adapters.langchain.ports import (
     LangChainEmbedder,
     parse_json_object,
 )
-from reverie.adapters.langchain.retriever import ReverieRetriever
+from reverie.adapters.langchain.retriever import ReverieLangChainRetriever, ReverieRetriever
 from reverie.adapters.langchain.tools import memory_tools
-from reverie.core import InvalidInput, InvalidVector, Status, SynthesisFailed, Tier
+from reverie.core import (
+    InvalidInput,
+    InvalidNamespace,
+    InvalidVector,
+    Status,
+    SynthesisFailed,
+    Tier,
+)
 from reverie.core.engine import MemoryEngine
 from reverie.integrations.embedders import LocalEmbedder
 from tests.adapters.langchain_support import (
@@ -125,6 +132,56 @@ def test_retriever_async_matches_sync_and_twenty_calls_overlap(engine: MemoryEng
     assert worst_gap < 0.5 * wall, (worst_gap, wall)
 
 
+def test_retriever_takes_recall_options_per_call(engine: MemoryEngine) -> None:
+    engine.remember("user", "works at", "Acme", source="s1")
+    clock(engine).advance(days=30)
+    engine.remember("user", "works at", "Globex", source="s2")
+    for line in ("user: I adopted a cat", "user: I live in Lisbon", "user: I like tea"):
+        engine.observe(line, source="chat-1")
+    retriever = ReverieLangChainRetriever(engine=engine, k=4)
+    assert len(retriever.invoke("where does the user work?", k=1)) == 1
+    assert len(asyncio.run(retriever.ainvoke("where does the user work?", k=2))) == 2
+    assert len(retriever.invoke("where does the user work?")) == 4  # its own k again
+    then = retriever.invoke("where does the user work?", k=1, as_of=T0.replace(day=10))
+    assert "Acme" in then[0].page_content
+    with_history = retriever.invoke("where does the user work?", k=5, include_history=True)
+    assert {d.metadata["status"] for d in with_history} >= {"active", "superseded"}
+    packed = retriever.invoke("where does the user work?", token_budget=40)
+    assert 1 <= len(packed) < 4
+    with pytest.raises(InvalidInput, match="unknown retriever argument"):
+        retriever.invoke("where does the user work?", top_k=1)
+    with pytest.raises(InvalidInput, match="k must be"):
+        retriever.invoke("where does the user work?", k=0)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"k": 0}, InvalidInput),
+        ({"k": True}, InvalidInput),
+        ({"token_budget": 0}, InvalidInput),
+        ({"namespace": "not a namespace"}, InvalidNamespace),
+        ({"namespace": "user/"}, InvalidNamespace),
+    ],
+)
+def test_retriever_checks_its_options_when_built(
+    engine: MemoryEngine, options: dict[str, object], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        ReverieLangChainRetriever(engine=engine, **options)
+
+
+def test_the_two_retrievers_have_distinct_names_and_the_old_names_still_import() -> None:
+    from reverie.adapters import langchain as lc_face
+    from reverie.adapters import llamaindex as li_face
+
+    assert lc_face.ReverieLangChainRetriever.__name__ == "ReverieLangChainRetriever"
+    assert li_face.ReverieLlamaIndexRetriever.__name__ == "ReverieLlamaIndexRetriever"
+    assert lc_face.ReverieRetriever is lc_face.ReverieLangChainRetriever
+    assert li_face.ReverieRetriever is li_face.ReverieLlamaIndexRetriever
+    assert ReverieRetriever is ReverieLangChainRetriever
+
+
 # ---------------------------------------------------------------- tools
 
 
@@ -137,6 +194,25 @@ def test_memory_tools_have_clear_schemas(engine: MemoryEngine) -> None:
     assert set(tools["forget"].args) == {"memory_id"}
     for t in tools.values():
         assert t.description
+
+
+@pytest.mark.parametrize("k", [1, 2, 12])
+def test_memory_tools_recall_default_follows_the_factory_k(engine: MemoryEngine, k: int) -> None:
+    for i in range(15):
+        engine.observe(f"user: note number {i} about the garden", source="chat-1")
+    recall = {t.name: t for t in memory_tools(engine, k=k)}["recall"]
+    assert recall.args["k"]["default"] == k
+    assert recall.tool_call_schema.model_json_schema()["properties"]["k"]["default"] == k
+    answer = recall.invoke({"query": "the garden"})
+    assert len(answer.splitlines()) == k
+    assert len(recall.invoke({"query": "the garden", "k": 3}).splitlines()) == 3
+    assert len(asyncio.run(recall.ainvoke({"query": "the garden"})).splitlines()) == k
+
+
+@pytest.mark.parametrize("k", [0, 51, True])
+def test_memory_tools_refuse_a_k_out_of_range(engine: MemoryEngine, k: int) -> None:
+    with pytest.raises(InvalidInput, match="k must be"):
+        memory_tools(engine, k=k)
 
 
 def test_memory_tools_remember_recall_confirm_forget(engine: MemoryEngine) -> None:

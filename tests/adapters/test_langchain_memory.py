@@ -79,3 +79,45 @@ def test_works_in_a_legacy_chain_prompt(engine: MemoryEngine) -> None:
     values = {"input": "what colour do I like?"}
     rendered = prompt.format(**values, **mem.load_memory_variables(values))
     assert "favourite colour is teal" in rendered
+
+
+def test_history_keeps_the_order_the_lines_were_said(engine: MemoryEngine) -> None:
+    mem = ReverieMemory(engine=engine, k=6, token_budget=None)
+    turns = [
+        ("I planted tomatoes in the garden", "Tomatoes love sun."),
+        ("The garden also has basil", "Basil goes well with tomatoes."),
+        ("Tomato plants need staking in the garden", "Yes, stake them early."),
+    ]
+    for said, reply in turns:
+        mem.save_context({"input": said}, {"output": reply})
+    # same clock instant for every line: the order still follows the conversation
+    lines = mem.load_memory_variables({"input": "tomato garden"})["history"].splitlines()
+    texts = [line.split("] ", 1)[1] for line in lines]
+    spoken = [t for pair in turns for t in (f"Human: {pair[0]}", f"AI: {pair[1]}")]
+    assert texts == [t for t in spoken if t in texts]
+    assert len(texts) == 6
+
+
+def test_return_messages_gives_chat_messages_in_order(engine: MemoryEngine) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+    engine.observe("the user's cat is called Miso", source="import")
+    mem = ReverieMemory(engine=engine, return_messages=True, k=3, token_budget=None)
+    mem.save_context({"input": "my cat Miso is grey"}, {"output": "A grey cat, lovely."})
+    got = mem.load_memory_variables({"input": "what colour is my cat Miso?"})["history"]
+    assert [type(m) for m in got] == [SystemMessage, HumanMessage, AIMessage]
+    assert [m.content for m in got[1:]] == ["my cat Miso is grey", "A grey cat, lovely."]
+    assert mem.load_memory_variables({"input": "  "})["history"] == []
+    prompt = ChatPromptTemplate.from_messages(
+        [MessagesPlaceholder("history"), ("human", "{input}")]
+    )
+    values = {"input": "and its name?"}
+    rendered = prompt.invoke({**values, **mem.load_memory_variables(values)}).to_messages()
+    assert isinstance(rendered[-1], HumanMessage) and len(rendered) > 1
+
+    async def aload() -> list[object]:
+        loaded = await mem.aload_memory_variables({"input": "what colour is my cat?"})
+        return list(loaded["history"])
+
+    assert [type(m) for m in asyncio.run(aload())] == [SystemMessage, HumanMessage, AIMessage]

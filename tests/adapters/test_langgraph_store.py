@@ -29,6 +29,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from reverie.adapters.langgraph.store import (
+    MAX_NAMESPACE_CHARS,
     ReverieStore,
     decode_namespace,
     encode_namespace,
@@ -334,6 +335,54 @@ def test_updates_supersede_keep_created_at_and_history(engine: MemoryEngine) -> 
 
     s.delete(ns, "employer")  # deletion is real: every version goes
     assert list(engine.memories(namespace=name)) == []
+    assert s.history(ns, "employer") == []
+
+
+def test_history_shows_every_value_an_item_has_had(engine: MemoryEngine) -> None:
+    s = ReverieStore(engine)
+    ns = ("users", "alice")
+    assert s.history(ns, "employer") == []
+    s.put(ns, "employer", {"text": "works at Acme"})
+    clock(engine).advance(days=10)
+    s.put(ns, "employer", {"text": "works at Globex"})
+    s.put(ns, "city", {"text": "lives in Lisbon"})
+    versions = s.history(ns, "employer")
+    assert [v.value for v in versions] == [{"text": "works at Acme"}, {"text": "works at Globex"}]
+    assert [v.current for v in versions] == [False, True]
+    assert versions[0].written_at == T0 and (versions[1].written_at - T0).days == 10
+    assert versions[0].valid_to == versions[1].written_at and versions[1].valid_to is None
+    assert all(v.namespace == ns and v.key == "employer" for v in versions)
+    active = [m for m in engine.memories(namespace=encode_namespace(ns)) if m.is_active]
+    assert versions[1].memory_id in {m.id for m in active}
+    assert asyncio.run(s.ahistory(ns, "employer")) == versions
+    assert [v.value for v in s.history(ns, "city")] == [{"text": "lives in Lisbon"}]
+    assert s.history(("users", "bob"), "employer") == []
+
+
+def test_an_embed_in_the_index_config_is_refused_with_the_way_to_use_it(
+    engine: MemoryEngine,
+) -> None:
+    with pytest.raises(InvalidInput, match="LangChainEmbedder"):
+        ReverieStore(engine, index={"embed": MiniLM(), "dims": 384})
+    with pytest.raises(InvalidInput, match="LangChainEmbedder"):
+        ReverieStore(engine, index={"embed": "openai:text-embedding-3-small"})
+    ReverieStore(engine, index={"dims": 384, "fields": ["text"]})  # what it does use
+
+
+def test_a_namespace_too_long_once_encoded_says_how_long_and_the_limit(
+    engine: MemoryEngine,
+) -> None:
+    s = ReverieStore(engine)
+    longest = ("x" * (MAX_NAMESPACE_CHARS - len("lg/")),)
+    s.put(longest, "k", {"text": "fits exactly"})
+    assert s.get(longest, "k") is not None
+    with pytest.raises(InvalidNamespace, match=r"encodes to 129 characters.*limit of 128"):
+        s.put(("x" * (MAX_NAMESPACE_CHARS - 2),), "k", {"text": "one too many"})
+    # 40 non-ASCII letters: 40 characters in the tuple, 3 * 2 bytes each once encoded
+    with pytest.raises(InvalidNamespace, match=r"encodes to 243 characters"):
+        s.put(("ç" * 40,), "k", {"text": "t"})
+    assert s.search(("ç" * 40,), query="t") == []  # a prefix only selects: nothing there
+    assert s.list_namespaces() == [longest]
 
 
 def test_search_score_is_reverie_decay_aware_score(engine: MemoryEngine) -> None:
