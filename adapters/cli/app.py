@@ -264,15 +264,31 @@ def demo(
             dir_okay=False,
         ),
     ] = None,
+    home_here: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            help="Keep the demo's data in this directory (the same as the global --home).",
+            file_okay=False,
+        ),
+    ] = None,
+    namespace_here: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace", "-n", help="Namespace for the demo (the same as the global -n)."
+        ),
+    ] = None,
 ) -> None:
     """Replay two months of a user's sessions and show what reverie keeps, replaces,
     hardens and forgets.
 
     The clock is simulated and the demo runs offline, in a temporary home unless --home
-    is given."""
+    is given (before or after `demo`)."""
     from reverie.adapters.cli.demo import run_demo
 
     s = _settings(ctx)
+    # The demo's closing hint says `reverie demo --home DIR`: the options work on either side.
+    s = Settings(home_here or s.home, s.store, s.vectors, namespace_here or s.namespace)
     if s.home is not None:
         home = s.home.expanduser()
         home.mkdir(parents=True, exist_ok=True)
