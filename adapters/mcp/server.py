@@ -284,7 +284,8 @@ def build_server(
             memory=MemoryOut.of(unit), outcome="superseded", superseded=MemoryOut.of(old)
         )
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+    # Not read-only: a recalled memory is reinforced (its decay clock restarts).
+    @server.tool(annotations=writes)
     async def recall(
         query: Annotated[str, Field(min_length=1, description="What to look up.")],
         k: Annotated[int, Field(ge=1, le=MAX_K, description="How many memories.")] = 5,
@@ -365,7 +366,11 @@ def build_server(
         deleted = await run(engine.aforget, *found, namespace=ns)
         return ForgetOut(namespace=ns, deleted=deleted, not_found=missing)
 
-    @server.tool(annotations=writes)
+    @server.tool(
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        )
+    )
     async def confirm(
         memory_id: Annotated[
             str, Field(min_length=1, description="The id, from recall or remember.")

@@ -101,6 +101,10 @@ def test_stdio_every_tool_the_stats_resource_and_errors(tmp_path: Path) -> None:
             for tool in listed.tools:
                 assert tool.description, tool.name
                 assert "namespace" in tool.input_schema["properties"], tool.name
+            assert by_name["history"].annotations.read_only_hint  # type: ignore[union-attr]
+            assert by_name["forget"].annotations.destructive_hint  # type: ignore[union-attr]
+            assert not by_name["recall"].annotations.read_only_hint  # type: ignore[union-attr]
+            assert all(t.output_schema for t in listed.tools)
             k_schema = by_name["recall"].input_schema["properties"]["k"]
             assert (k_schema["minimum"], k_schema["maximum"]) == (1, 50)
 
