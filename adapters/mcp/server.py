@@ -277,8 +277,9 @@ def build_server(
         if current is None:
             return RememberOut(memory=MemoryOut.of(unit), outcome="new")
         if current.id == unit.id:
-            outcome = "unchanged" if unit.version == current.version else "confirmed"
-            return RememberOut(memory=MemoryOut.of(unit), outcome=outcome)
+            if unit.version == current.version:
+                return RememberOut(memory=MemoryOut.of(unit), outcome="unchanged")
+            return RememberOut(memory=MemoryOut.of(unit), outcome="confirmed")
         old = await run(engine.aget, current.id, namespace=ns)
         return RememberOut(
             memory=MemoryOut.of(unit), outcome="superseded", superseded=MemoryOut.of(old)
