@@ -264,15 +264,31 @@ def demo(
             dir_okay=False,
         ),
     ] = None,
+    home_here: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            help="Keep the demo's data in this directory (the same as the global --home).",
+            file_okay=False,
+        ),
+    ] = None,
+    namespace_here: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace", "-n", help="Namespace for the demo (the same as the global -n)."
+        ),
+    ] = None,
 ) -> None:
     """Replay two months of a user's sessions and show what reverie keeps, replaces,
     hardens and forgets.
 
     The clock is simulated and the demo runs offline, in a temporary home unless --home
-    is given."""
+    is given (before or after `demo`)."""
     from reverie.adapters.cli.demo import run_demo
 
     s = _settings(ctx)
+    # The demo's closing hint says `reverie demo --home DIR`: the options work on either side.
+    s = Settings(home_here or s.home, s.store, s.vectors, namespace_here or s.namespace)
     if s.home is not None:
         home = s.home.expanduser()
         home.mkdir(parents=True, exist_ok=True)
@@ -913,6 +929,64 @@ def consolidate(
     for c in report.fallbacks:
         err.print(f"[yellow]fallback[/yellow] {c.synthesis_id}: {escape(c.reason or '')}",
                   soft_wrap=True)
+
+
+@app.command()
+@_handled
+def mcp(
+    ctx: typer.Context,
+    transport: Annotated[
+        str,
+        typer.Option(
+            "--transport",
+            help="How clients connect: stdio (the client starts `reverie mcp` itself) or http "
+            "(streamable HTTP at http://HOST:PORT/mcp).",
+        ),
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (http only); loopback by default.")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Port to listen on (http only).")
+    ] = 8000,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace",
+            "-n",
+            envvar="REVERIE_NAMESPACE",
+            show_envvar=True,
+            help="Default namespace for calls that name none (else the global -n).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the memory to MCP clients: tools observe, remember, recall, history, forget and
+    confirm, and a stats resource.
+
+    With stdio, nothing but the protocol goes to stdout; messages go to stderr. A client
+    may name a namespace per call (or, over http, in a Reverie-Namespace header)."""
+    import click
+
+    from reverie.adapters.mcp import TRANSPORTS, serve
+
+    if transport not in TRANSPORTS:
+        raise typer.BadParameter(f"use one of {', '.join(TRANSPORTS)}", param_hint="--transport")
+    s = _settings(ctx)
+    parent = ctx.parent
+    explicit_global = (
+        parent is not None
+        and parent.get_parameter_source("namespace") is not click.core.ParameterSource.DEFAULT
+    )
+    if explicit_global and ctx.get_parameter_source("namespace") in (
+        None, click.core.ParameterSource.DEFAULT, click.core.ParameterSource.ENVIRONMENT,
+    ):
+        namespace = s.namespace  # `reverie -n NS mcp` beats $REVERIE_NAMESPACE
+    with _open(ctx, model=True) as engine:
+        if transport == "http":
+            err.print(f"reverie MCP server on http://{host}:{port}/mcp "
+                      f"(namespace {namespace or engine.default_namespace!r}); Ctrl-C stops it")
+        serve(engine, transport=transport,  # type: ignore[arg-type]
+              host=host, port=port, namespace=namespace)
 
 
 def main() -> None:
