@@ -5,7 +5,7 @@ embedded default (SQLite, embedded Chroma, a local embedding model), `MemoryEngi
 one facade over the memory lifecycle, and `Policy` holds every tunable number. Importing
 this package is cheap: backends, the embedding model and the framework faces load only when
 used (`reverie.adapters.langchain`, `reverie.adapters.langgraph`,
-`reverie.adapters.llamaindex`).
+`reverie.adapters.llamaindex`, `reverie.adapters.mcp`).
 
 Python imports this module before any subpackage, so it must stay as light as
 `reverie.core` itself (numpy only): `open_engine` and `default_data_dir` load
