@@ -1,0 +1,261 @@
+"""Free-text update detection: is a new trace a newer version of an earlier one?
+
+An agent tells reverie that a fact changed in plain words ("we finally moved to Lisbon",
+"the deadline was extended to May 20", or, a few turns after "About my pay.", just
+"Raised to $118,000"). No LLM runs on the write path, so the judgement is made from cheap
+signals, each recorded so a user can see why a memory was retired or marked outdated:
+
+- similarity: the cosine of the two texts' embeddings (the write path has both already);
+- context: the best cosine of the turns said just before the new one (same namespace,
+  within a few minutes) to the earlier trace, since an elliptical update names its
+  subject there and not in itself;
+- new value: the new text states a value the earlier one does not hold (a number, an
+  amount, a time, a date, a version, a colour, a name), or, for values that are plain
+  words ("keto", "by bus"), content words of its own;
+- same type: the values that differ are of one type on both sides (a city for a city,
+  an amount for an amount), the strongest sign that one replaces the other;
+- cue: change words ("no longer", "moved to", "from now on", "raised to"): one signal among
+  several, never enough alone;
+- contrast: each text qualifies a shared word differently ("marketing budget" and
+  "travel budget", "my sister lives" and "my brother lives"): two look-alike facts, not
+  two versions of one, so no link at all.
+
+Who spoke matters too: an assistant's words never retire anything (they echo, advise and
+say "actually" for politeness), and an assistant's words are not linked as versions.
+
+The verdict is one of three: no link, "outdates" (the older memory stays current but
+ranks below the newer one at recall) or "supersedes" (the older one is retired, and
+`as_of` still finds it). Thresholds live in `Policy.updates`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .policy import Policy
+from .text import STOP_WORDS, porter_stem, strip_speaker
+
+# Speaker prefixes and metadata roles that mark an assistant's words.
+_ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool", "agent"])
+_SPEAKER_PREFIX = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}):\s")
+_ROLE_KEYS = ("role", "speaker", "type")
+
+
+def is_assistant(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
+    """Did an assistant (or the system, or a tool) say this? Read from the metadata's
+    role, as the LlamaIndex block records it, else from a speaker prefix ("AI: ",
+    "assistant: ") as the LangChain memory and most chat logs write it."""
+    for key in _ROLE_KEYS:
+        role = (metadata or {}).get(key)
+        if isinstance(role, str) and role.strip():
+            return role.strip().casefold() in _ASSISTANT_NAMES
+    m = _SPEAKER_PREFIX.match(text)
+    return m is not None and m.group(1).strip().casefold() in _ASSISTANT_NAMES
+
+
+# Change words. Incidental uses ("color correction", "instead of Wi-Fi") are why a cue is
+# one signal among several and never sufficient.
+CUE = re.compile(
+    r"\b(?:actually|no longer|not anymore|isn'?t .{1,40}? any ?more|any ?more|"
+    r"(?:switched|changed|moved|upgraded|downgraded|increased|decreased|raised|lowered|"
+    r"extended|shortened|rescheduled|adjusted|improved|reduced|cut|bumped|pushed|"
+    r"dropped|updated|went up|went down|down|up|traded it in) (?:to|for)|"
+    r"now (?:it'?s|is|are|i|we)|(?:it'?s|is|are) now|from now on|these days|"
+    r"instead|new (?:\w+ ){0,2}(?:is|are)|my new|our new|the new|correction|i was wrong|"
+    r"scratch that|sorry,? (?:actually|i meant)|got changed|has changed|have changed|"
+    r"changed to|went with|replaced|not .{1,30} but)\b",
+    re.IGNORECASE,
+)
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_COLOURS = (
+    "red|orange|yellow|green|blue|purple|violet|indigo|pink|brown|black|white|grey|gray|"
+    "beige|tan|cyan|khaki|cream|magenta|silver|gold|teal|navy|maroon|olive|turquoise|"
+    "lavender|crimson|amber|coral|lilac|mint|burgundy|charcoal"
+)
+# Typed values, most specific first: a span claimed by one type is masked for the rest.
+_VALUE_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("money", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s?[kKmM]?\b|\b\d[\d,]*(?:\.\d+)?\s?"
+                         r"(?:dollars|euros|pounds|usd|eur|gbp)\b", re.IGNORECASE)),
+    ("time", re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\bnoon\b|"
+                        r"\bmidnight\b", re.IGNORECASE)),
+    ("date", re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|"
+                        rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+                        rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_WEEKDAY}\b",
+                        re.IGNORECASE)),
+    ("version", re.compile(r"\bv?\d+\.\d+(?:\.\d+)*\b", re.IGNORECASE)),
+    ("number", re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")),
+    ("colour", re.compile(rf"\b(?:{_COLOURS})\b", re.IGNORECASE)),
+)
+_NAME = re.compile(r"\b[A-Z][\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\(\s*|\"\s*)$")
+_WORD = re.compile(r"[a-z][a-z'-]*")
+# Words that carry the change or the chat, not the attribute or its value.
+_NOISE_WORDS = frozenset(
+    """
+    actually now new old no longer anymore any more still currently today recently
+    just really also oh ok okay so well heads up fyi btw sorry update changed change
+    switched moved got get gets going went finally instead things thing it's its isn't
+    is'nt s t there's that's i'm i've we're we've i'd we'd know mean meant said says
+    say
+    """.split()  # noqa: SIM905
+)
+
+
+def _stem(w: str) -> str:
+    return porter_stem(w.strip("'-"))
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the update signals need from one text, computed once per text."""
+
+    values: Mapping[str, frozenset[str]]  # type -> normalised values
+    words: frozenset[str]  # stemmed content words, values and noise removed
+    sequence: tuple[str, ...]  # the lower-cased words in order (for contrast)
+    cue: bool
+
+
+def read(text: str) -> Reading:
+    """The values, content words and cue of one text (speaker prefix dropped)."""
+    body = strip_speaker(text)
+    masked = body
+    values: dict[str, set[str]] = {}
+    for kind, pattern in _VALUE_TYPES:
+        for m in pattern.finditer(masked):
+            values.setdefault(kind, set()).add(_norm_value(m.group(0)))
+        masked = pattern.sub(" ", masked)
+    for m in _NAME.finditer(masked):
+        if _SENTENCE_START.search(masked[: m.start()]):
+            # a sentence's first word is capitalised anyway; keep the rest of the run
+            rest = m.group(0).split(None, 1)
+            if len(rest) < 2:
+                continue
+            name = rest[1]
+        else:
+            name = m.group(0)
+        parts = _norm_value(name).split()
+        while parts and parts[0] in STOP_WORDS:  # "The National" is "national"
+            parts = parts[1:]
+        if parts:
+            values.setdefault("name", set()).add(" ".join(parts))
+    low = masked.casefold()
+    names = {w for v in values.get("name", ()) for w in v.split()}
+    seq = tuple(w.strip("'-") for w in _WORD.findall(low))
+    words = frozenset(
+        _stem(w) for w in seq
+        if w not in STOP_WORDS and w not in _NOISE_WORDS and w not in names and len(w) > 1
+    )
+    return Reading(
+        {k: frozenset(v) for k, v in values.items()}, words, seq, CUE.search(body) is not None
+    )
+
+
+def _norm_value(s: str) -> str:
+    return " ".join(re.sub(r"[^\w:.$€£¥ ]", " ", s.casefold().replace(",", "")).split())
+
+
+class Verdict(StrEnum):
+    NONE = "none"
+    OUTDATES = "outdates"  # the older stays current, ranked below the newer
+    SUPERSEDES = "supersedes"  # the older is retired
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Why a new trace was (or was not) judged a newer version of an earlier one."""
+
+    similarity: float
+    context: float
+    new_value: bool
+    same_type: str | None  # the value type that changed on both sides, if any
+    cue: bool
+    contrast: str | None  # "marketing/travel" when the texts qualify a shared word apart
+    score: float
+    verdict: Verdict = Verdict.NONE
+    shared: tuple[str, ...] = field(default=())  # content words both speak of
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict.value,
+            "score": round(self.score, 4),
+            "similarity": round(self.similarity, 4),
+            "context": round(self.context, 4),
+            "new_value": self.new_value,
+            "same_type": self.same_type,
+            "cue": self.cue,
+            "contrast": self.contrast,
+            "shared": list(self.shared),
+        }
+
+
+def _contrast(new: Reading, old: Reading) -> str | None:
+    """A shared content word that each text qualifies with a word of its own: 'marketing
+    budget' / 'travel budget'. Two look-alike facts, not two versions of one."""
+    new_set, old_set = set(new.sequence), set(old.sequence)
+    before_new = _qualifiers(new.sequence)
+    before_old = _qualifiers(old.sequence)
+    for head, q_new in before_new.items():
+        q_old = before_old.get(head)
+        if q_old is None:
+            continue
+        for a in q_new:
+            for b in q_old:
+                if a != b and a not in old_set and b not in new_set:
+                    return f"{b}/{a} {head}"
+    return None
+
+
+def _qualifiers(seq: Sequence[str]) -> dict[str, set[str]]:
+    """Content word -> the content words right before it ('travel' before 'budget')."""
+    out: dict[str, set[str]] = {}
+    for prev, word in itertools.pairwise(seq):
+        if (
+            word in STOP_WORDS or prev in STOP_WORDS or word in _NOISE_WORDS
+            or prev in _NOISE_WORDS or len(prev) < 3 or len(word) < 3
+        ):
+            continue
+        out.setdefault(word, set()).add(prev)
+    return out
+
+
+def judge(
+    new: Reading, old: Reading, similarity: float, context: float, policy: Policy
+) -> Signals:
+    """The signals for "new is a newer version of old", and the verdict they reach."""
+    p = policy.updates
+    fresh_types = [
+        kind for kind, vals in new.values.items() if vals - old.values.get(kind, frozenset())
+    ]
+    same_type = next(
+        (k for k in fresh_types if old.values.get(k) and not new.values[k] & old.values[k]),
+        None,
+    )
+    own_words = new.words - old.words
+    new_value = bool(fresh_types) or (bool(own_words) and not new.values)
+    contrast = _contrast(new, old)
+    shared = tuple(sorted(new.words & old.words))
+    base = max(similarity, context)
+    score = (
+        base
+        + (p.same_type_bonus if same_type else 0.0)
+        + (p.cue_bonus if new.cue else 0.0)
+        + p.shared_word_bonus * min(len(shared), 3)
+    )
+    verdict = Verdict.NONE
+    if new_value and contrast is None and base >= p.min_similarity:
+        if score >= p.supersede_score and (same_type is not None or new.cue):
+            verdict = Verdict.SUPERSEDES
+        elif score >= p.outdate_score:
+            verdict = Verdict.OUTDATES
+    return Signals(similarity, context, new_value, same_type, new.cue, contrast, score,
+                   verdict, shared)
