@@ -4,10 +4,11 @@ A question often reuses the words of the old message ("which city do I live in?"
 "I live in Berlin", while the update says only "we moved to Lisbon"), so relevance alone
 ranks the stale version first, and after weeks decay no longer separates the two. The
 write path links versions (core/updates.py): a supersession (the older is retired) or an
-"updates" edge (the older stays current, possibly outdated). Here, for every older
-version among the candidates, the newest version reachable over those links is pulled in
-with at least the older one's relevance and placed above it, with an explanation that
-says so. Pure: the recall path reads the links and records, this decides.
+"updates" edge (the older stays current, possibly outdated). Versions linked to versions
+are versions of one thing. Here, for every older version among the candidates, the
+newest version of its group is pulled in with at least the older one's relevance and
+placed above it, with an explanation that says so. Pure: the recall path reads the
+links and records, this decides.
 """
 
 from __future__ import annotations
@@ -37,15 +38,23 @@ class Arbitration:
     notes: dict[str, str]
 
 
-def newer_links(edges: Iterable[Edge], memories: Mapping[str, Memory]) -> dict[str, set[str]]:
-    """older id -> ids of its direct newer versions (version edges and superseded_by)."""
+def version_links(
+    edges: Iterable[Edge], memories: Mapping[str, Memory]
+) -> dict[str, set[str]]:
+    """id -> the ids it shares a version link with, either way (version edges and
+    superseded_by): versions of one thing form a connected group."""
     out: dict[str, set[str]] = {}
+
+    def join(a: str, b: str) -> None:
+        out.setdefault(a, set()).add(b)
+        out.setdefault(b, set()).add(a)
+
     for e in edges:
         if e.type in VERSION_EDGES:
-            out.setdefault(e.dst, set()).add(e.src)
+            join(e.src, e.dst)
     for m in memories.values():
         if m.superseded_by is not None:
-            out.setdefault(m.id, set()).add(m.superseded_by)
+            join(m.id, m.superseded_by)
     return out
 
 
@@ -56,32 +65,31 @@ def newest(
     admit: Callable[[Memory], bool],
     hops: int,
 ) -> tuple[Memory, list[Memory]] | None:
-    """The newest admissible version reachable from `start` within `hops` links, and
-    the chain from `start` to it, oldest first; None when there is no newer one."""
-    best: tuple[Memory, list[Memory]] | None = None
+    """The newest admissible version within `hops` links of `start` (a version of a
+    version is a version of the same thing), newer than `start`, and every version
+    found, oldest first; None when there is no newer one."""
     origin = memories.get(start)
     if origin is None:
         return None
-    frontier: list[tuple[str, list[Memory]]] = [(start, [origin])]
-    seen = {start}
+    group = {start: origin}
+    frontier = [start]
     for _ in range(hops):
-        nxt: list[tuple[str, list[Memory]]] = []
-        for mid, path in frontier:
+        nxt = []
+        for mid in frontier:
             for nid in sorted(links.get(mid, ())):
                 m = memories.get(nid)
-                if nid in seen or m is None or m.created_at < path[-1].created_at:
-                    continue
-                seen.add(nid)
-                chain = [*path, m]
-                nxt.append((nid, chain))
-                if admit(m) and (best is None or (m.created_at, m.id) > (
-                    best[0].created_at, best[0].id
-                )):
-                    best = (m, chain)
+                if nid not in group and m is not None:
+                    group[nid] = m
+                    nxt.append(nid)
         frontier = nxt
         if not frontier:
             break
-    return best
+    chain = sorted(group.values(), key=lambda m: (m.created_at, m.id))
+    later = [m for m in chain if admit(m) and (m.created_at, m.id) > (
+        origin.created_at, origin.id)]
+    if not later:
+        return None
+    return later[-1], chain
 
 
 def arbitrate(
@@ -99,8 +107,8 @@ def arbitrate(
     `ranked` is the ranking so far; `candidates` every candidate with its relevance
     (a retired older version is a candidate though it cannot be a hit: its relevance is
     what the question says about the thing, and the newest version inherits it);
-    `memories` holds the records of the candidates and of every version reachable over
-    `links`. With `chains`, a newer version's note lists every version, oldest first."""
+    `memories` holds the records of the candidates and of the versions linked to them.
+    With `chains`, a newer version's note lists every version, oldest first."""
     hops = policy.updates.arbitration_hops
     by_id = {r.memory.id: r for r in ranked}
     notes: dict[str, str] = {}

@@ -160,26 +160,35 @@ class UpdatePolicy:
     neighbours: int = _num(8)
     # Below this cosine (of the texts, or of the turns just before the new one) nothing
     # is linked: two texts this far apart speak of different things.
-    min_similarity: float = _num(0.45, _UNIT)
-    # The turns said just before an update count as its context (an elliptical "it's
-    # 4:30 PM now" names its subject there): this many, within this many seconds.
-    context_turns: int = _num(3)
+    min_similarity: float = _num(0.4, _UNIT)
+    # The user's turn said just before an update counts as its context (an elliptical
+    # "it's 4:30 PM now" names its subject there): this many turns, within this many
+    # seconds. More turns reach further back, and lend subjects to unrelated updates.
+    context_turns: int = _num(1)
     context_seconds: float = _num(600.0)
+    # ...and only for an update with at most this many content words of its own ("it's
+    # 4:30 PM now" has none): one that names its subject is judged by its own words.
+    elliptical_words: int = _num(0)
     recent_turns: int = _num(16, _POSITIVE)  # recent traces per namespace kept for context
     # score = max(similarity, context) + the bonuses below. A value of the same type
     # replaced (a city by a city) is the strongest evidence; a cue word is weak evidence
     # (incidental "actually"); each shared content word (up to 3) a little.
-    same_type_bonus: float = _num(0.1)
-    cue_bonus: float = _num(0.05)
+    same_type_bonus: float = _num(0.15)
+    cue_bonus: float = _num(0.1)
     shared_word_bonus: float = _num(0.03)
     # At this score the older is marked "possibly outdated": it stays current but ranks
     # below the newer. Lower links more versions, and more look-alikes by mistake.
     outdate_score: float = _num(0.6)
-    # At this score, with a same-type value change or a cue, the older is retired
-    # (superseded). Higher retires less by mistake and leaves more to the weak link.
-    supersede_score: float = _num(0.8)
-    # Recall follows version links this many steps to the newest version.
-    arbitration_hops: int = _num(3)
+    # At this score, with a same-type value change, the older is retired (superseded).
+    # Higher retires less by mistake and leaves more to the weak link.
+    supersede_score: float = _num(0.85)
+    # With no typed value changed (a cue and words of its own: "I changed my commute to
+    # the bus"), the weak link needs this score: incidental cues ("use Ethernet instead
+    # of Wi-Fi") come with new words too. A cue alone never retires anything.
+    cue_only_score: float = _num(0.8)
+    # Recall follows version links this many steps to the newest version (a step costs
+    # one read of links and records, only when a candidate has versions).
+    arbitration_hops: int = _num(6)
 
     def __post_init__(self) -> None:
         problems = _problems(self)

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 
-from .arbitration import Arbitration, arbitrate, newer_links
+from .arbitration import Arbitration, arbitrate, version_links
 from .clock import utc
 from .context import EngineContext
 from .errors import InvalidInput
@@ -313,8 +313,8 @@ class RecallPath:
             ):
                 olders[cid] = candidates[cid]
         known = dict(memories)
-        links = newer_links(self.ctx.store.edges(ns, list(olders)),
-                            {i: known[i] for i in olders if i in known})
+        links = version_links(self.ctx.store.edges(ns, list(olders)),
+                              {i: known[i] for i in olders if i in known})
         seen = set(olders)
         frontier = {n for i in olders for n in links.get(i, ())} - seen
         for step in range(hops):
@@ -326,8 +326,8 @@ class RecallPath:
             seen |= frontier
             if step == hops - 1:
                 break
-            more = newer_links(self.ctx.store.edges(ns, list(frontier)),
-                               {i: known[i] for i in frontier if i in known})
+            more = version_links(self.ctx.store.edges(ns, list(frontier)),
+                                 {i: known[i] for i in frontier if i in known})
             for k, v in more.items():
                 links.setdefault(k, set()).update(v)
             frontier = {n for i in frontier for n in more.get(i, ())} - seen

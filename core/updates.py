@@ -64,7 +64,8 @@ CUE = re.compile(
     r"\b(?:actually|no longer|not anymore|isn'?t .{1,40}? any ?more|any ?more|"
     r"(?:switched|changed|moved|upgraded|downgraded|increased|decreased|raised|lowered|"
     r"extended|shortened|rescheduled|adjusted|improved|reduced|cut|bumped|pushed|"
-    r"dropped|updated|went up|went down|down|up|traded it in) (?:to|for)|"
+    r"dropped|updated|went up|went down|down|up|traded it in)(?: \w+){0,3} (?:to|for)|"
+    r"now[.!]?$|"
     r"now (?:it'?s|is|are|i|we)|(?:it'?s|is|are) now|from now on|these days|"
     r"instead|new (?:\w+ ){0,2}(?:is|are)|my new|our new|the new|correction|i was wrong|"
     r"scratch that|sorry,? (?:actually|i meant)|got changed|has changed|have changed|"
@@ -87,16 +88,19 @@ _VALUE_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s?[kKmM]?\b|\b\d[\d,]*(?:\.\d+)?\s?"
                          r"(?:dollars|euros|pounds|usd|eur|gbp)\b", re.IGNORECASE)),
     ("time", re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\bnoon\b|"
-                        r"\bmidnight\b", re.IGNORECASE)),
+                        r"\bmidnight\b|\b(?:mornings?|afternoons?|evenings?|nights?|"
+                        r"lunchtimes?)\b", re.IGNORECASE)),
     ("date", re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|"
                         rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
-                        rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_WEEKDAY}\b",
+                        rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_WEEKDAY}s?\b|"
+                        rf"\bweek(?:day|end)s?\b",
                         re.IGNORECASE)),
     ("version", re.compile(r"\bv?\d+\.\d+(?:\.\d+)*\b", re.IGNORECASE)),
     ("number", re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")),
     ("colour", re.compile(rf"\b(?:{_COLOURS})\b", re.IGNORECASE)),
 )
-_NAME = re.compile(r"\b[A-Z][\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
+_TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
+_NAME = re.compile(rf"\b(?:{_TITLE}\s+)?[A-Z][\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\(\s*|\"\s*)$")
 _WORD = re.compile(r"[a-z][a-z'-]*")
 # Words that carry the change or the chat, not the attribute or its value.
@@ -106,7 +110,9 @@ _NOISE_WORDS = frozenset(
     just really also oh ok okay so well heads up fyi btw sorry update changed change
     switched moved got get gets going went finally instead things thing it's its isn't
     is'nt s t there's that's i'm i've we're we've i'd we'd know mean meant said says
-    say
+    say upgraded downgraded increased decreased raised lowered extended shortened
+    rescheduled adjusted improved reduced bumped pushed dropped updated traded replaced
+    record
     """.split()  # noqa: SIM905
 )
 
@@ -123,6 +129,7 @@ class Reading:
     words: frozenset[str]  # stemmed content words, values and noise removed
     sequence: tuple[str, ...]  # the lower-cased words in order (for contrast)
     cue: bool
+    question: bool  # a question asks, it states no value
 
 
 def read(text: str) -> Reading:
@@ -156,8 +163,16 @@ def read(text: str) -> Reading:
         if w not in STOP_WORDS and w not in _NOISE_WORDS and w not in names and len(w) > 1
     )
     return Reading(
-        {k: frozenset(v) for k, v in values.items()}, words, seq, CUE.search(body) is not None
+        {k: frozenset(v) for k, v in values.items()}, words, seq, CUE.search(body) is not None,
+        body.rstrip().endswith("?"),
     )
+
+
+def introduces(turn: Reading) -> bool:
+    """Can this turn name the subject of the elliptical update after it? An intro ("About
+    my pay.", "You know the car I was complaining about?") states no value of its own
+    beyond a name; a turn that states a number, date or time is a fact of its own."""
+    return not any(kind != "name" for kind in turn.values)
 
 
 def _norm_value(s: str) -> str:
@@ -198,10 +213,33 @@ class Signals:
         }
 
 
+# People a fact may be about: "my sister lives in Porto" is not a version of "my brother
+# lives in Lisbon", nor "my wife drives a Mazda" of "I drive a Tesla".
+_PEOPLE = frozenset(
+    """
+    i me my we our mom mum mother dad father parents sister brother sibling wife husband
+    partner girlfriend boyfriend son daughter kid kids child children baby aunt uncle
+    cousin niece nephew grandma grandpa grandmother grandfather friend roommate boss
+    manager colleague coworker neighbour neighbor team dentist doctor dermatologist
+    """.split()  # noqa: SIM905
+)
+_SELF = frozenset(["i", "me", "my", "we", "our"])
+
+
+def _people(seq: Sequence[str]) -> frozenset[str]:
+    return frozenset(w.removesuffix("'s") for w in seq if w.removesuffix("'s") in _PEOPLE)
+
+
 def _contrast(new: Reading, old: Reading) -> str | None:
     """A shared content word that each text qualifies with a word of its own: 'marketing
-    budget' / 'travel budget'. Two look-alike facts, not two versions of one."""
+    budget' / 'travel budget'; or each speaks of someone the other does not ('my sister'
+    / 'my brother'). Two look-alike facts, not two versions of one."""
     new_set, old_set = set(new.sequence), set(old.sequence)
+    new_people, old_people = _people(new.sequence) - _SELF, _people(old.sequence) - _SELF
+    if new_people != old_people and not (new_people & old_people):
+        who_new = "/".join(sorted(new_people)) or "self"
+        who_old = "/".join(sorted(old_people)) or "self"
+        return f"{who_old}/{who_new}"
     before_new = _qualifiers(new.sequence)
     before_old = _qualifiers(old.sequence)
     for head, q_new in before_new.items():
@@ -241,10 +279,13 @@ def judge(
         None,
     )
     own_words = new.words - old.words
-    new_value = bool(fresh_types) or (bool(own_words) and not new.values)
+    asks = new.question or old.question  # a question states no value to replace
+    new_value = not asks and (bool(fresh_types) or (bool(own_words) and new.cue))
     contrast = _contrast(new, old)
     shared = tuple(sorted(new.words & old.words))
-    base = max(similarity, context)
+    # the turns before count only for an update that does not name its subject itself
+    elliptical = len(new.words) <= p.elliptical_words
+    base = max(similarity, context if elliptical else 0.0)
     score = (
         base
         + (p.same_type_bonus if same_type else 0.0)
@@ -252,10 +293,14 @@ def judge(
         + p.shared_word_bonus * min(len(shared), 3)
     )
     verdict = Verdict.NONE
-    if new_value and contrast is None and base >= p.min_similarity:
-        if score >= p.supersede_score and (same_type is not None or new.cue):
+    evidence = same_type is not None or new.cue  # never similarity alone
+    if new_value and evidence and contrast is None and base >= p.min_similarity:
+        if same_type is None:  # a cue and new words: outdated at most, on a higher bar
+            if score >= p.cue_only_score:
+                verdict = Verdict.OUTDATES
+        elif score >= p.supersede_score:
             verdict = Verdict.SUPERSEDES
         elif score >= p.outdate_score:
             verdict = Verdict.OUTDATES
-    return Signals(similarity, context, new_value, same_type, new.cue, contrast, score,
-                   verdict, shared)
+    return Signals(similarity, context if elliptical else 0.0, new_value, same_type, new.cue,
+                   contrast, score, verdict, shared)

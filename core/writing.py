@@ -246,11 +246,12 @@ class WritePath:
         if not policy.detect_updates or p.assistant:
             return None
         recent = list(self._recent.get(ns, ()))
+        turns = [r for r in recent if not r.assistant and r.memory.created_at <= p.when]
         context = [
-            r for r in recent
-            if not r.assistant and r.memory.created_at <= p.when
+            r for r in turns[-policy.context_turns :]
+            if policy.context_turns > 0 and updates.introduces(r.reading)
             and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
-        ][-policy.context_turns :] if policy.context_turns > 0 else []
+        ]
         # the context turns' own neighbours: what an elliptical update may be about
         lent: dict[str, float] = {}
         for c in context:
@@ -268,12 +269,13 @@ class WritePath:
         if not ids:
             return None
         known = {t.memory.id: t for t in recent}
-        unread = [i for i in ids if i not in known]
-        found = ctx.store.get_many(ns, unread) if unread else {}
+        # the records are read even for recent turns: a retired version is written
+        # compare-and-set over its current version, and recall may have touched it since
+        found = ctx.store.get_many(ns, sorted(ids))
         best: tuple[Memory, updates.Signals] | None = None
         for mid in sorted(ids):
             r: _Recent | None = known.get(mid)
-            m = found.get(mid) if r is None else r.memory
+            m = found.get(mid)
             if m is None or not _may_be_outdated(m, p):
                 continue
             if r is not None:
