@@ -307,11 +307,14 @@ class RecallPath:
         cut = ranked[req.k - 1].score if len(ranked) >= req.k else 0.0
         olders: dict[str, Candidate] = {r.memory.id: r.candidate for r in window}
         for cid, m in memories.items():
-            if (
-                cid not in olders and m.superseded_by is not None and cid in candidates
-                and best_possible(candidates[cid].relevance, policy) >= cut
-            ):
-                olders[cid] = candidates[cid]
+            c = candidates.get(cid)
+            if cid in olders or m.superseded_by is None or c is None:
+                continue
+            # A retired version has left the lexical index (BM25 covers current texts), so
+            # its relevance lacks the lexical half: its cosine stands for the whole.
+            c = c._replace(relevance=max(c.relevance, c.dense))
+            if best_possible(c.relevance, policy) >= cut:
+                olders[cid] = c
         known = dict(memories)
         links = version_links(self.ctx.store.edges(ns, list(olders)),
                               {i: known[i] for i in olders if i in known})

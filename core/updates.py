@@ -69,7 +69,8 @@ CUE = re.compile(
     r"now (?:it'?s|is|are|i|we)|(?:it'?s|is|are) now|from now on|these days|"
     r"instead|new (?:\w+ ){0,2}(?:is|are)|my new|our new|the new|correction|i was wrong|"
     r"scratch that|sorry,? (?:actually|i meant)|got changed|has changed|have changed|"
-    r"changed to|went with|replaced|not .{1,30} but)\b",
+    r"changed to|went with|replaced|not .{1,30} but|for the record|just so you know|fyi|"
+    r"heads up|make that|going forward|as of (?:now|today))\b",
     re.IGNORECASE,
 )
 
