@@ -179,13 +179,17 @@ class UpdatePolicy:
     # At this score the older is marked "possibly outdated": it stays current but ranks
     # below the newer. Lower links more versions, and more look-alikes by mistake.
     outdate_score: float = _num(0.6)
-    # At this score, with a same-type value change, the older is retired (superseded).
-    # Higher retires less by mistake and leaves more to the weak link.
+    # At this score, with a same-type value change and a cue, the older is retired
+    # (superseded); without a cue it is only outdated ("ran 5 km today" after "ran 3 km
+    # today" is a second event). Higher retires less by mistake and leaves more to the
+    # weak link.
     supersede_score: float = _num(0.85)
     # With no typed value changed (a cue and words of its own: "I changed my commute to
     # the bus"), the weak link needs this score: incidental cues ("use Ethernet instead
     # of Wi-Fi") come with new words too. A cue alone never retires anything.
     cue_only_score: float = _num(0.8)
+    # ...and the new text must be a statement of at most this many words.
+    plain_max_words: int = _num(20)
     # Recall follows version links this many steps to the newest version (a step costs
     # one read of links and records, only when a candidate has versions).
     arbitration_hops: int = _num(6)

@@ -30,6 +30,7 @@ ranks below the newer one at recall) or "supersedes" (the older one is retired, 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -61,16 +62,27 @@ def is_assistant(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
 # Change words. Incidental uses ("color correction", "instead of Wi-Fi") are why a cue is
 # one signal among several and never sufficient.
 CUE = re.compile(
-    r"\b(?:actually|no longer|not anymore|isn'?t .{1,40}? any ?more|any ?more|"
-    r"(?:switched|changed|moved|upgraded|downgraded|increased|decreased|raised|lowered|"
-    r"extended|shortened|rescheduled|adjusted|improved|reduced|cut|bumped|pushed|"
-    r"dropped|updated|went up|went down|down|up|traded it in)(?: \w+){0,3} (?:to|for)|"
-    r"now[.!]?$|"
-    r"now (?:it'?s|is|are|i|we)|(?:it'?s|is|are) now|from now on|these days|"
-    r"instead|new (?:\w+ ){0,2}(?:is|are)|my new|our new|the new|correction|i was wrong|"
-    r"scratch that|sorry,? (?:actually|i meant)|got changed|has changed|have changed|"
-    r"changed to|went with|replaced|not .{1,30} but|for the record|just so you know|fyi|"
-    r"heads up|make that|going forward|as of (?:now|today))\b",
+    r"(?:^|[.!?;,:]\s*|\b(?:oh|sorry|no|wait|well),?\s+)actually\b|"  # not "I've actually"
+    r"\b(?:no longer|not anymore|isn'?t .{1,40}? any ?more|"
+    r"(?:switched|changed|moved|upgraded|raised|increased|extended|rescheduled)"
+    r"(?: \w+){0,3} (?:to|for)|"
+    r"(?:downgraded|decreased|lowered|shortened|adjusted|improved|reduced|bumped|pushed|"
+    r"updated|went up|went down|traded it in) (?:to|for)|"
+    r"now it'?s|(?:it'?s|is|are) now|from now on|"
+    r"these days|new (?:\w+ ){0,2}(?:is|are)|my new \w+ is|our new \w+ is|"
+    r"i was wrong|scratch that|sorry,? (?:actually|i meant)|got changed|has changed|"
+    r"have changed|went with|for the record|just so you know|heads up|make that|"
+    r"going forward|as of (?:now|today))\b"
+    r"|\b(?:it'?s|is|are) \w+(?: \w+)? now[.!]?$",  # "It's French now."
+    re.IGNORECASE,
+)
+
+# Change words that say outright that a value was replaced; "actually" or "for the record"
+# only announce. With one of these, two texts that qualify a shared word apart ("oat milk",
+# then "switched to almond milk") are versions of one thing, not look-alikes.
+STRONG_CUE = re.compile(
+    r"\b(?:no longer|not anymore|any ?more|switched|changed|moved|from now on|instead of|"
+    r"replaced|went with|upgraded|traded it in)\b",
     re.IGNORECASE,
 )
 
@@ -102,6 +114,10 @@ _VALUE_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
 _NAME = re.compile(rf"\b(?:{_TITLE}\s+)?[A-Z][\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
+_VOCATIVE_BEFORE = re.compile(
+    r"\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yeah|oh|aw+|ha+|bye|dear),?\s*$",
+    re.IGNORECASE,
+)
 _SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\(\s*|\"\s*)$")
 _WORD = re.compile(r"[a-z][a-z'-]*")
 # Words that carry the change or the chat, not the attribute or its value.
@@ -131,6 +147,8 @@ class Reading:
     sequence: tuple[str, ...]  # the lower-cased words in order (for contrast)
     cue: bool
     question: bool  # a question asks, it states no value
+    speaker: str | None = None  # "caroline" for "Caroline: ...", lower-cased
+    strong_cue: bool = False
 
 
 def read(text: str) -> Reading:
@@ -143,6 +161,8 @@ def read(text: str) -> Reading:
             values.setdefault(kind, set()).add(_norm_value(m.group(0)))
         masked = pattern.sub(" ", masked)
     for m in _NAME.finditer(masked):
+        if _VOCATIVE_BEFORE.search(masked[: m.start()]) or masked[m.end() : m.end() + 1] == "!":
+            continue  # "Thanks, Mel!", "Hey Gina": who is spoken to, not a value
         if _SENTENCE_START.search(masked[: m.start()]):
             # a sentence's first word is capitalised anyway; keep the rest of the run
             rest = m.group(0).split(None, 1)
@@ -163,10 +183,34 @@ def read(text: str) -> Reading:
         _stem(w) for w in seq
         if w not in STOP_WORDS and w not in _NOISE_WORDS and w not in names and len(w) > 1
     )
+    cue = CUE.search(body) is not None
     return Reading(
-        {k: frozenset(v) for k, v in values.items()}, words, seq, CUE.search(body) is not None,
-        body.rstrip().endswith("?"),
+        {k: frozenset(v) for k, v in values.items()}, words, seq, cue,
+        body.rstrip().endswith("?"), speaker_of(text),
+        cue and STRONG_CUE.search(body) is not None,
     )
+
+
+def speaker_of(text: str) -> str | None:
+    """The speaker a prefix names ("Caroline: ..." -> "caroline"), if any."""
+    body = strip_speaker(text)
+    if body == text.strip():
+        return None
+    return text.strip()[: len(text.strip()) - len(body)].rstrip(": \t").casefold()
+
+
+def _without_names(r: Reading, participants: frozenset[str]) -> Reading:
+    names = r.values.get("name")
+    if not names:
+        return r
+    kept = frozenset(
+        n for n in names
+        if not any(p == n or p.startswith(n.split()[0]) for p in participants)
+    )
+    values = {k: v for k, v in r.values.items() if k != "name"}
+    if kept:
+        values["name"] = kept
+    return dataclasses.replace(r, values=values)
 
 
 def introduces(turn: Reading) -> bool:
@@ -231,16 +275,19 @@ def _people(seq: Sequence[str]) -> frozenset[str]:
     return frozenset(w.removesuffix("'s") for w in seq if w.removesuffix("'s") in _PEOPLE)
 
 
-def _contrast(new: Reading, old: Reading) -> str | None:
+def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
     """A shared content word that each text qualifies with a word of its own: 'marketing
     budget' / 'travel budget'; or each speaks of someone the other does not ('my sister'
-    / 'my brother'). Two look-alike facts, not two versions of one."""
+    / 'my brother'). Two look-alike facts, not two versions of one; a qualifier that an
+    outright change word replaced (`replaced`) is a value, not a contrast."""
     new_set, old_set = set(new.sequence), set(old.sequence)
     new_people, old_people = _people(new.sequence) - _SELF, _people(old.sequence) - _SELF
     if new_people != old_people and not (new_people & old_people):
         who_new = "/".join(sorted(new_people)) or "self"
         who_old = "/".join(sorted(old_people)) or "self"
         return f"{who_old}/{who_new}"
+    if replaced:  # "switched to almond milk": the qualifier is the value that changed
+        return None
     before_new = _qualifiers(new.sequence)
     before_old = _qualifiers(old.sequence)
     for head, q_new in before_new.items():
@@ -268,10 +315,20 @@ def _qualifiers(seq: Sequence[str]) -> dict[str, set[str]]:
 
 
 def judge(
-    new: Reading, old: Reading, similarity: float, context: float, policy: Policy
+    new: Reading,
+    old: Reading,
+    similarity: float,
+    context: float,
+    policy: Policy,
+    participants: frozenset[str] = frozenset(),
 ) -> Signals:
     """The signals for "new is a newer version of old", and the verdict they reach."""
     p = policy.updates
+    if new.speaker is not None and old.speaker is not None and new.speaker != old.speaker:
+        # one speaker's words are not a newer version of another's
+        return Signals(similarity, context, False, None, new.cue, "speaker", 0.0)
+    if participants:  # "Thanks, Mel!": a name of who is talking is no value
+        new, old = _without_names(new, participants), _without_names(old, participants)
     fresh_types = [
         kind for kind, vals in new.values.items() if vals - old.values.get(kind, frozenset())
     ]
@@ -281,8 +338,11 @@ def judge(
     )
     own_words = new.words - old.words
     asks = new.question or old.question  # a question states no value to replace
-    new_value = not asks and (bool(fresh_types) or (bool(own_words) and new.cue))
-    contrast = _contrast(new, old)
+    # a value in plain words ("keto", "by bus") counts only in a short statement: long
+    # chat carries change words by the way ("I've been wanting to switch to ...")
+    plain = bool(own_words) and new.cue and len(new.sequence) <= p.plain_max_words
+    new_value = not asks and (bool(fresh_types) or plain)
+    contrast = _contrast(new, old, new.strong_cue)
     shared = tuple(sorted(new.words & old.words))
     # the turns before count only for an update that does not name its subject itself
     elliptical = len(new.words) <= p.elliptical_words
@@ -294,12 +354,15 @@ def judge(
         + p.shared_word_bonus * min(len(shared), 3)
     )
     verdict = Verdict.NONE
-    evidence = same_type is not None or new.cue  # never similarity alone
+    # Never similarity alone: a change word, or an intro turn just before that names the
+    # subject of an update that does not. A value that differs without either is as
+    # likely a second event ("ran 5 km today") as a new version.
+    evidence = new.cue or (elliptical and context >= p.min_similarity)
     if new_value and evidence and contrast is None and base >= p.min_similarity:
         if same_type is None:  # a cue and new words: outdated at most, on a higher bar
             if score >= p.cue_only_score:
                 verdict = Verdict.OUTDATES
-        elif score >= p.supersede_score:
+        elif score >= p.supersede_score and new.cue:
             verdict = Verdict.SUPERSEDES
         elif score >= p.outdate_score:
             verdict = Verdict.OUTDATES

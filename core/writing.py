@@ -269,6 +269,8 @@ class WritePath:
         if not ids:
             return None
         known = {t.memory.id: t for t in recent}
+        speakers = [t.reading.speaker for t in recent] + [p.reading.speaker]
+        participants = frozenset(x for x in speakers if x is not None)
         # the records are read even for recent turns: a retired version is written
         # compare-and-set over its current version, and recall may have touched it since
         found = ctx.store.get_many(ns, sorted(ids))
@@ -291,7 +293,9 @@ class WritePath:
             own = neighbours.get(mid)
             if own is None:
                 own = _cosines(vec, [r.vector])[0] if r is not None else 0.0
-            signals = updates.judge(p.reading, reading, own, lent.get(mid, 0.0), ctx.policy)
+            signals = updates.judge(
+                p.reading, reading, own, lent.get(mid, 0.0), ctx.policy, participants
+            )
             if signals.verdict is updates.Verdict.NONE:
                 continue
             rank = (signals.verdict is updates.Verdict.SUPERSEDES, signals.score)
