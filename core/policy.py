@@ -160,7 +160,7 @@ class UpdatePolicy:
     neighbours: int = _num(8)
     # Below this cosine (of the texts, or of the turns just before the new one) nothing
     # is linked: two texts this far apart speak of different things.
-    min_similarity: float = _num(0.4, _UNIT)
+    min_similarity: float = _num(0.3, _UNIT)
     # The user's turn said just before an update counts as its context (an elliptical
     # "it's 4:30 PM now" names its subject there): this many turns, within this many
     # seconds. More turns reach further back, and lend subjects to unrelated updates.
@@ -175,6 +175,9 @@ class UpdatePolicy:
     # (incidental "actually"); each shared content word (up to 3) a little.
     same_type_bonus: float = _num(0.15)
     cue_bonus: float = _num(0.1)
+    # ...and a word that says outright a value was replaced ("moved", "switched", "no
+    # longer") this much more: "we moved to Lisbon" and "I live in Berlin" share few words.
+    strong_cue_bonus: float = _num(0.05)
     shared_word_bonus: float = _num(0.03)
     # At this score the older is marked "possibly outdated": it stays current but ranks
     # below the newer. Lower links more versions, and more look-alikes by mistake.

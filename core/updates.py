@@ -264,8 +264,8 @@ _PEOPLE = frozenset(
     """
     i me my we our mom mum mother dad father parents sister brother sibling wife husband
     partner girlfriend boyfriend son daughter kid kids child children baby aunt uncle
-    cousin niece nephew grandma grandpa grandmother grandfather friend roommate boss
-    manager colleague coworker neighbour neighbor team dentist doctor dermatologist
+    cousin niece nephew grandma grandpa grandmother grandfather friend roommate colleague
+    coworker neighbour neighbor
     """.split()  # noqa: SIM905
 )
 _SELF = frozenset(["i", "me", "my", "we", "our"])
@@ -282,7 +282,12 @@ def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
     outright change word replaced (`replaced`) is a value, not a contrast."""
     new_set, old_set = set(new.sequence), set(old.sequence)
     new_people, old_people = _people(new.sequence) - _SELF, _people(old.sequence) - _SELF
-    if new_people != old_people and not (new_people & old_people):
+    # both name someone, and not the same one; or one names someone and the other speaks
+    # of the speaker ("my wife drives a Mazda" / "I drive a Tesla")
+    named = (new_people and (old_people or _SELF & old_set)) or (
+        old_people and _SELF & new_set
+    )
+    if named and not (new_people & old_people):
         who_new = "/".join(sorted(new_people)) or "self"
         who_old = "/".join(sorted(old_people)) or "self"
         return f"{who_old}/{who_new}"
@@ -351,6 +356,7 @@ def judge(
         base
         + (p.same_type_bonus if same_type else 0.0)
         + (p.cue_bonus if new.cue else 0.0)
+        + (p.strong_cue_bonus if new.strong_cue else 0.0)
         + p.shared_word_bonus * min(len(shared), 3)
     )
     verdict = Verdict.NONE
