@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reverie.adapters.langchain.memory import ReverieMemory
-from reverie.core import InvalidInput
+from reverie.core import InvalidInput, ManualClock
 from reverie.core.engine import MemoryEngine
 from tests.adapters.langchain_support import real_engine
 
@@ -79,3 +79,20 @@ def test_works_in_a_legacy_chain_prompt(engine: MemoryEngine) -> None:
     values = {"input": "what colour do I like?"}
     rendered = prompt.format(**values, **mem.load_memory_variables(values))
     assert "favourite colour is teal" in rendered
+
+
+def test_a_change_told_in_the_chat_puts_the_new_value_first(engine: MemoryEngine) -> None:
+    mem = ReverieMemory(engine=engine, session_id="s1", k=3)
+    mem.save_context({"input": "My gym membership costs $45 a month"}, {"output": "Got it."})
+    clock = engine.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(days=30)
+    mem.save_context(
+        {"input": "Heads up, my gym membership went up to $60 a month"},
+        {"output": "Actually, that is still cheaper than most gyms."},
+    )
+    loaded = mem.load_memory_variables({"input": "how much does my gym membership cost?"})
+    first = loaded["history"].splitlines()[0]
+    assert first.endswith("Human: Heads up, my gym membership went up to $60 a month")
+    # the AI's "actually" retired nothing
+    assert all(m.is_active for m in engine.memories() if m.text.startswith("Human: Heads"))
