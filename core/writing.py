@@ -76,14 +76,13 @@ class Prepared:
 @dataclass(frozen=True, slots=True)
 class _Recent:
     """A trace just written, kept for the update check of the turns after it: its vector
-    (not yet in the index while it waits in the write-behind queue) and its neighbours
-    (the earlier traces an elliptical update after it may be about)."""
+    (not yet in the index while it waits in the write-behind queue), as the context of an
+    elliptical update after it or as the version an update replaces."""
 
     memory: Memory
     vector: Vector
     assistant: bool
     reading: updates.Reading
-    neighbours: Mapping[str, float]
 
 
 class WritePath:
@@ -176,11 +175,11 @@ class WritePath:
     ) -> tuple[Memory, Memory | None, bool]:
         store = self.ctx.store
         edges = self._entity_edges(ns, p.memory)
-        neighbours = self._neighbours(ns, p, vec)
+        looked = self._candidates(ns, p, vec)
 
         def attempt() -> tuple[Memory, Memory | None, bool]:
             memory = p.memory
-            link = self._version_link(ns, p, vec, neighbours)
+            link = self._version_link(ns, p, vec, *looked) if looked else None
             puts: list[Memory] = []
             batch_edges = list(edges)
             superseded = None
@@ -212,58 +211,72 @@ class WritePath:
             if again is None:
                 raise
             return self._fold(ns, again.id, p.source, p.when), None, False
-        self._remember_recent(ns, _Recent(out[0], vec, p.assistant, p.reading, neighbours))
+        self._remember_recent(ns, _Recent(out[0], vec, p.assistant, p.reading))
         return out
 
     # ------------------------------------------------------------------ versions
 
-    def _neighbours(self, ns: str, p: Prepared, vec: Vector) -> dict[str, float]:
-        """Earlier traces close to this one: the vector index's nearest (those indexed)
-        and this engine's recent turns (their vectors may still wait in the queue)."""
+    def _candidates(
+        self, ns: str, p: Prepared, vec: Vector
+    ) -> tuple[dict[str, float], dict[str, float]] | None:
+        """The earlier traces this one may be a newer version of: by its own cosine, and by
+        the cosine of the intro turn just before it (for an elliptical update). Looked up
+        only when the judgement could link anything at all (a change word, or an
+        elliptical text after an intro turn), so a plain observe costs no query: the vector
+        index's nearest (those indexed) and this engine's recent turns (their vectors may
+        still wait in the write-behind queue)."""
         policy = self.ctx.policy.updates
         if not policy.detect_updates or p.assistant or policy.neighbours <= 0:
-            return {}
+            return None
+        recent = list(self._recent.get(ns, ()))
+        context: list[_Recent] = []
+        if len(p.reading.words) <= policy.elliptical_words and policy.context_turns > 0:
+            turns = [r for r in recent if not r.assistant and r.memory.created_at <= p.when]
+            context = [
+                r for r in turns[-policy.context_turns :]
+                if updates.introduces(r.reading)
+                and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
+            ]
+        if not p.reading.cue and not context:
+            return None
+        own = self._near(ns, vec, recent, ())
+        lent: dict[str, float] = {}
+        skip = {c.memory.id for c in context}
+        for c in context:
+            for mid, sim in self._near(ns, c.vector, recent, skip).items():
+                lent[mid] = max(lent.get(mid, 0.0), sim)
+        return own, lent
+
+    def _near(
+        self, ns: str, vec: Vector, recent: Sequence[_Recent], skip: Iterable[str]
+    ) -> dict[str, float]:
+        policy = self.ctx.policy.updates
         out: dict[str, float] = {}
         hits = self.ctx.vectors.query(ns, vec, policy.neighbours, {"status": Status.ACTIVE.value})
         for h in hits:
             if h.similarity >= policy.min_similarity:
                 out[h.id] = h.similarity
-        recent = self._recent.get(ns)
         if recent:
-            sims = _cosines(vec, [r.vector for r in recent])
-            for r, sim in zip(recent, sims, strict=True):
+            for r, sim in zip(recent, _cosines(vec, [r.vector for r in recent]), strict=True):
                 if sim >= policy.min_similarity and sim > out.get(r.memory.id, -1.0):
                     out[r.memory.id] = sim
+        for mid in skip:
+            out.pop(mid, None)
         return out
 
     def _version_link(
-        self, ns: str, p: Prepared, vec: Vector, neighbours: Mapping[str, float]
+        self,
+        ns: str,
+        p: Prepared,
+        vec: Vector,
+        neighbours: Mapping[str, float],
+        lent: Mapping[str, float],
     ) -> tuple[Memory, updates.Signals] | None:
         """The earlier trace this one is a newer version of, with the signals that say so
         (core/updates.py), or None. An assistant's words are never a newer version."""
         ctx = self.ctx
         policy = ctx.policy.updates
-        if not policy.detect_updates or p.assistant:
-            return None
         recent = list(self._recent.get(ns, ()))
-        turns = [r for r in recent if not r.assistant and r.memory.created_at <= p.when]
-        context = [
-            r for r in turns[-policy.context_turns :]
-            if policy.context_turns > 0 and updates.introduces(r.reading)
-            and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
-        ]
-        # the context turns' own neighbours: what an elliptical update may be about
-        lent: dict[str, float] = {}
-        for c in context:
-            for mid, sim in c.neighbours.items():
-                lent[mid] = max(lent.get(mid, 0.0), sim)
-        if context and recent:
-            ctx_vecs = [c.vector for c in context]
-            ctx_ids = {c.memory.id for c in context}
-            for turn in recent:
-                near = max(_cosines(turn.vector, ctx_vecs))
-                if near >= policy.min_similarity and turn.memory.id not in ctx_ids:
-                    lent[turn.memory.id] = max(lent.get(turn.memory.id, 0.0), near)
         ids = set(neighbours) | {i for i, s in lent.items() if s >= policy.min_similarity}
         ids.discard(p.memory.id)
         if not ids:
