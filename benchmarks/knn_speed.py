@@ -4,7 +4,7 @@ core/clustering.py, on the same synthetic vectors as benchmarks/consolidation_sp
 (384-d, groups of 1-12 around random topic centres). Every point is flagged.
 
 Timed: exact `knn(vectors, k, min_sim)` at the union-find bar; for HNSW, the neighbours
-call (k * cluster_neighbor_overfetch asked) and `_candidate_knn` over those candidates.
+call (k * cluster_neighbor_overfetch asked) and `candidate_knn` over those candidates.
 Not timed: filling the index (in real use it already holds every memory). Also reported:
 the fraction of the exact thresholded k-NN links the HNSW path finds (what the
 clustering can see), so speed is never bought with silently lost links.
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 def measure(n: int, tmp: Path) -> dict[str, Any]:
     from consolidation_speed import synthetic
 
-    from reverie.core.clustering import _candidate_knn, knn
+    from reverie.core.cluster_base import candidate_knn, knn
     from reverie.core.policy import Policy
     from reverie.core.ports import VectorItem
     from reverie.integrations.chroma.index import ChromaIndex
@@ -62,7 +62,7 @@ def measure(n: int, tmp: Path) -> dict[str, Any]:
     pos = {x: r for r, x in enumerate(ids)}
     cands = [[pos[h.id] for h in found.get(x, [])] for x in ids]
     t0 = time.perf_counter()
-    h_idx, _ = _candidate_knn(vecs, cands, k, min_sim=bar)
+    h_idx, _ = candidate_knn(vecs, cands, k, min_sim=bar)
     cand_s = time.perf_counter() - t0
     exact_links = {(r, int(j)) for r in range(n) for j in e_idx[r] if j >= 0}
     hnsw_links = {(r, int(j)) for r in range(n) for j in h_idx[r] if j >= 0}

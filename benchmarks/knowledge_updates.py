@@ -485,7 +485,7 @@ def render(r: dict[str, Any]) -> str:
         "stating a stale value ranks above it (or the current one is missing from the top "
         f"{K} while a stale one is there).",
         "",
-        f"Code: `{r['commit']}`. Reproduce: `python benchmarks/knowledge_updates.py` "
+        "Reproduce: `python benchmarks/knowledge_updates.py` "
         "(scenarios from `benchmarks/knowledge_scenarios.py`; seeds "
         + ", ".join(f"{k}={v}" for k, v in r["seeds"].items())
         + f"; Colours filler seed {COLOUR_SEED}). Options: `--split tune|report|both`, "
@@ -652,16 +652,6 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(L) + "\n"
 
 
-def _commit() -> str:
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -684,7 +674,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": "2 cores, CPU only",
         "python": platform.python_version(),
-        "commit": _commit(),
         "seeds": {s: SEEDS[s] for s in splits},
         "k": K,
         "targets": TARGETS,

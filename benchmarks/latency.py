@@ -83,7 +83,7 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
     queries = [f"a photo of {t.lower()}" for t in base[:: max(1, size // n_queries)][:n_queries]]
     embedder.warm(queries)
     vecs = [embedder.cache[q] for q in queries]
-    raw_coll = engine.vectors._collection("bench")  # type: ignore[attr-defined]
+    raw_coll = engine.vectors.collection("bench")
     defaults = engine.policy
     sync = defaults.replace(reinforce_async=False)
     plain = defaults.replace(context_weight=0.0)  # the price of conversation context

@@ -350,19 +350,28 @@ def port_parts(engine: Any, ns: str, queries: Sequence[str]) -> dict[str, float]
 
 
 def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> None:
-    """The bulk path for large sizes, identical for both tiers: traces prepared as
-    `observe` prepares them, committed 1000 to a batch (one transaction), vectors upserted
-    in bulk. It skips the per-item duplicate lookup and entity linking, so a bulk-built
-    namespace has no entity edges (COCO captions have almost no named entities anyway)."""
-    from reverie.core.engine import Observation, _vector_meta
+    """The bulk path for large sizes, identical for both tiers: traces built as `observe`
+    builds them (entities, initial importance, confidence), committed 1000 to a batch (one
+    transaction), vectors upserted in bulk. It skips the per-item duplicate lookup and
+    entity linking, so a bulk-built namespace has no entity edges (COCO captions have
+    almost no named entities anyway)."""
+    from reverie.core.models import Kind, Memory, Tier, new_id
     from reverie.core.ports import VectorItem, WriteBatch
-    from reverie.core.text import content_hash
+    from reverie.core.text import content_hash, extract_entities, initial_importance, strip_speaker
+    from reverie.core.vector_sync import vector_meta
 
+    policy = engine.policy
     for i in range(0, len(items), chunk):
         seen: set[str] = set()
         mems = []
         for t in items[i : i + chunk]:
-            m = engine._prepare(ns, Observation(t)).memory
+            ents = extract_entities(strip_speaker(t))
+            m = Memory(
+                id=new_id(), namespace=ns, kind=Kind.EPISODIC, tier=Tier.TRACE, text=t,
+                created_at=engine.clock.now(), importance=initial_importance(t, policy, ents),
+                confidence=policy.funnel.initial_confidence_trace,
+                sources=frozenset({f"observe:{new_id()}"}), entities=ents,
+            )
             digest = content_hash(m.text)
             if digest not in seen and engine.store.find_by_hash(ns, digest) is None:
                 seen.add(digest)
@@ -370,19 +379,20 @@ def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> 
         engine.store.commit(WriteBatch(ns, tuple(mems)))
         vecs = engine.embedder.embed([m.text for m in mems])
         engine.vectors.upsert(
-            ns, [VectorItem(m.id, v, _vector_meta(m)) for m, v in zip(mems, vecs, strict=True)]
+            ns, [VectorItem(m.id, v, vector_meta(m)) for m, v in zip(mems, vecs, strict=True)]
         )
 
 
 # --- observe throughput with N worker processes on Redis -----------------------------------
 
 
-# Throughput modes: how a worker's vectors reach the Chroma server (policy changes)
-MODE_POLICY: dict[str, dict[str, Any]] = {
-    "outbox": {},  # the default: behind observe, through the namespace's shared outbox
-    "outbox-nolinger": {"index_outbox_linger_seconds": 0.0},  # drains never wait for more
-    "behind": {"index_outbox": False},  # behind observe, each engine its own upserts
-    "inline": {"index_async": False, "index_outbox": False},  # observe waits for its vector
+# Throughput modes: how a worker's vectors reach the Chroma server (policy changes, outbox
+# settings)
+MODE_POLICY: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "outbox": ({}, {}),  # the default: behind observe, through the namespace's shared outbox
+    "outbox-nolinger": ({}, {"linger_seconds": 0.0}),  # drains never wait for more
+    "behind": ({}, {"enabled": False}),  # behind observe, each engine its own upserts
+    "inline": ({"index_async": False}, {"enabled": False}),  # observe waits for its vector
 }
 
 
@@ -407,6 +417,7 @@ def _observe_worker(
     try:
         from reverie.core import DEFAULT_POLICY, ManualClock
         from reverie.integrations import open_engine
+        from reverie.integrations.redis.outbox import OutboxSettings
 
         data = np.load(vec_file)
         table = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
@@ -415,11 +426,19 @@ def _observe_worker(
             Path(tempfile.gettempdir()) / f"reverie-bench-w{os.getpid()}",
             store=redis_url, vectors=chroma_url, embedder=embedder,
             clock=ManualClock(datetime(2025, 1, 1, tzinfo=UTC)),
-            policy=DEFAULT_POLICY.replace(**MODE_POLICY[mode]),
+            policy=DEFAULT_POLICY.replace(**MODE_POLICY[mode][0]),
+            outbox=OutboxSettings(**MODE_POLICY[mode][1]),
         )
         engine.observe("warm-up: open every connection before the clock starts", namespace=ns)
         engine.flush()
-        calls0 = engine._indexer.calls
+        upserts = [0]  # the upserts this worker's engine makes itself (no outbox)
+        plain_upsert = engine.vectors.upsert
+
+        def counted_upsert(*args: Any, **kwargs: Any) -> Any:
+            upserts[0] += 1
+            return plain_upsert(*args, **kwargs)
+
+        engine.vectors.upsert = counted_upsert
         drains0 = getattr(engine.vectors, "drains", 0)
         barrier.wait(timeout=300)
         c0 = os.times()
@@ -432,7 +451,7 @@ def _observe_worker(
         # vector writes that reached the Chroma server: the outbox counts the batches this
         # worker drained (everyone's), the engine's writer the upserts it made itself
         drains = getattr(engine.vectors, "drains", None)
-        calls = drains - drains0 if drains is not None else engine._indexer.calls - calls0
+        calls = drains - drains0 if drains is not None else upserts[0]
         rss, peak = _rss_of(os.getpid()), _rss_of(os.getpid(), "VmHWM")
         engine.close()
         out.put({"wid": wid, "ops": len(items), "seconds": elapsed, "end": time.time(),
@@ -670,8 +689,9 @@ def render_throughput(tput: list[dict[str, Any]]) -> list[str]:
         "start barrier until the last worker has observed its texts and written every "
         "vector (`engine.flush()`). Vectors: `outbox` = written behind observe and through "
         "the namespace's Redis outbox, drained by one worker at a time for everyone "
-        "(Policy.background.index_async and index_outbox, the default); `behind` = written behind "
-        "observe, each worker's engine upserting its own batches (index_outbox=False); "
+        "(Policy.background.index_async and OutboxSettings.enabled, the default); "
+        "`behind` = written behind observe, each worker's engine upserting its own batches "
+        "(OutboxSettings(enabled=False)); "
         "`inline` = each observe writes its own vector before returning (index_async=False, "
         "the oldest path); modes listed in one table were measured in the same run. "
         "CPU is ms per observe from /proc (workers: user + system of the timed section); "
@@ -771,8 +791,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     default=["outbox", "behind"],
                     help="throughput with vectors written behind observe through the shared "
                          "outbox (the default policy), behind observe by each worker "
-                         "(index_outbox=False) and/or inline (index_async=False), in the "
-                         "same run")
+                         "(OutboxSettings(enabled=False)) and/or inline (index_async=False), "
+                         "in the same run")
     ap.add_argument("--tiers", nargs="+", default=["embedded", "shared"])
     ap.add_argument("--build-budget", type=float, default=1800.0,
                     help="seconds allowed to build one tier at one size before it stops")

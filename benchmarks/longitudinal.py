@@ -18,7 +18,7 @@ they are asked the planted facts (recall@5: the answer appears in a top-5 text) 
 the changed facts (stale answer: a hit stating only an old value ranks above every
 hit stating the current one). Evaluation recalls do not reinforce.
 
-Targets (issue 4): active nodes at month 12 at most 25% of the uncompressed run;
+Targets: active nodes at month 12 at most 25% of the uncompressed run;
 planted-fact recall@5 no lower than uncompressed; stale-answer rate 0.
 
 Run: python benchmarks/longitudinal.py [--days 365] [--seed 11]

@@ -84,7 +84,6 @@ __all__ = [
     "recombination_history",
 ]
 
-_candidate_knn = candidate_knn  # the name benchmarks/knn_speed.py imports
 
 
 # --------------------------------------------------------------------------- union-find

@@ -52,7 +52,7 @@ from .recall import RecallPath
 from .reinforcement import Reinforcer
 from .results import Hit, RecallResult, render_hit
 from .triggers import RetrievalLog, Trigger
-from .writing import Observation, Prepared, WritePath
+from .writing import Observation, WritePath
 
 __all__ = [
     "Hit",
@@ -66,9 +66,6 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
-
-# the vector index's metadata for a memory; public as `vector_sync.vector_meta`
-_vector_meta = vector_sync.vector_meta
 
 
 class _Shared(Generic[T]):
@@ -212,10 +209,6 @@ class MemoryEngine:
         self, namespace: str, ids: Sequence[str], error: BaseException
     ) -> None:
         vector_sync.queued_write_failed(self._ctx)
-
-    def _prepare(self, ns: str, item: Observation) -> Prepared:
-        """An observation validated into its trace, nothing written (for measurements)."""
-        return self._writes.prepare(ns, item)
 
     def flush_reinforcement(self) -> None:
         """Wait until every recall's access reinforcement and every vector observe queued

@@ -19,9 +19,8 @@ from typing import Any
 
 from langchain.agents import create_agent
 
-from reverie.adapters.langchain.retriever import ReverieRetriever
-from reverie.adapters.langchain.tools import memory_tools
-from reverie.core.engine import MemoryEngine
+from reverie import MemoryEngine, open_engine
+from reverie.adapters.langchain import ReverieRetriever, memory_tools
 
 SYSTEM = (
     "You are a helpful assistant with a long-term memory. When the user tells you a "
@@ -55,8 +54,6 @@ def chat_model() -> Any:
 
 
 def main(question: str) -> None:
-    from reverie.integrations import open_engine
-
     with open_engine() as engine:
         state = ask(chat_model(), engine, question)
         print(state["messages"][-1].content)

@@ -23,8 +23,8 @@ from langchain.agents.middleware import after_agent, dynamic_prompt
 from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import HumanMessage
 
-from reverie.adapters.langgraph.store import ReverieStore
-from reverie.core.engine import MemoryEngine
+from reverie import MemoryEngine, open_engine
+from reverie.adapters.langgraph import ReverieStore
 
 SYSTEM = (
     "You are a helpful assistant with a long-term memory. Use the memories below when "
@@ -93,8 +93,6 @@ def chat_model() -> Any:
 
 
 def main(question: str) -> None:
-    from reverie.integrations import open_engine
-
     with open_engine() as engine:
         agent = build_agent(chat_model(), engine)
         result = agent.invoke({"messages": [{"role": "user", "content": question}]})

@@ -24,8 +24,8 @@ from typing import Any
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.memory import Memory
 
-from reverie.adapters.llamaindex.memory import ReverieMemoryBlock
-from reverie.core.engine import MemoryEngine
+from reverie import MemoryEngine, open_engine
+from reverie.adapters.llamaindex import ReverieMemoryBlock
 
 SYSTEM = "You are a helpful assistant with a long-term memory. Answer in one short sentence."
 NAMESPACE = "user/me"
@@ -61,8 +61,6 @@ async def chat(engine: MemoryEngine, llm: Any, question: str, session_id: str) -
 
 
 def main(question: str) -> None:
-    from reverie.integrations import open_engine
-
     with open_engine() as engine:
         print(asyncio.run(chat(engine, llm_from_env(), question, f"cli-{uuid.uuid4().hex[:8]}")))
 

@@ -1,4 +1,4 @@
-"""reverie.integrations: the driven side (SQLite, Chroma, embedders, token counting).
+"""reverie.integrations: the driven side (SQLite, Redis, Chroma, embedders, LLMs, tokens).
 
 `open_engine()` opens the embedded default; backends are imported lazily so that
 importing this package needs nothing beyond reverie's base dependencies.

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reverie.core.clock import SystemClock
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidInput
 from reverie.core.policy import DEFAULT_POLICY, Policy
 from reverie.core.ports import Clock, Embedder, LexicalIndex, RecordStore, VectorIndex
+
+if TYPE_CHECKING:
+    from reverie.integrations.redis.outbox import OutboxSettings
 
 ENV_HOME = "REVERIE_HOME"
 ENV_STORE = "REVERIE_STORE"
@@ -78,11 +82,14 @@ def open_engine(
     clock: Clock | None = None,
     namespace: str = "default",
     check_embedder: bool = True,
+    outbox: OutboxSettings | None = None,
 ) -> MemoryEngine:
     """The engine on real backends. Every argument is optional: `open_engine()` is the
     embedded default. `store` and `vectors` also come from $REVERIE_STORE and
     $REVERIE_VECTORS. `check_embedder=False` opens a store built with another embedding
-    model, only so that `repair(reembed=True)` can re-embed it."""
+    model, only so that `repair(reembed=True)` can re-embed it. `outbox` tunes (or, with
+    `enabled=False`, turns off) the vector outbox a Redis store and a Chroma server share
+    (`shared_outbox`)."""
     base = Path(home).expanduser() if home is not None else default_data_dir()
     store = store if store is not None else os.environ.get(ENV_STORE)
     vectors = vectors if vectors is not None else os.environ.get(ENV_VECTORS)
@@ -91,7 +98,7 @@ def open_engine(
         raise InvalidInput(f"{type(rs).__name__} has no lexical index (BM25) to recall with")
     try:
         vi = vectors if _is_vectors(vectors) else open_vectors(vectors, base)  # type: ignore[arg-type]
-        vi = shared_outbox(rs, vi, policy)
+        vi = shared_outbox(rs, vi, outbox)
         if embedder is None:
             from reverie.integrations.embedders import LocalEmbedder
 
@@ -114,12 +121,16 @@ def open_engine(
         raise
 
 
-def shared_outbox(store: RecordStore, vectors: VectorIndex, policy: Policy) -> VectorIndex:
+def shared_outbox(
+    store: RecordStore, vectors: VectorIndex, outbox: OutboxSettings | None = None
+) -> VectorIndex:
     """A vector server shared through a Redis store gets the vector outbox
     (`redis.outbox`): every worker's writes to a namespace go to the server as one stream
     of large upserts. Not for an in-process index (each process has its own), not for
-    another store, and not when `policy.index_outbox` is off."""
-    if not (policy.index_outbox and getattr(vectors, "remote", False)):
+    another store, and not when `outbox.enabled` is False."""
+    if outbox is not None and not outbox.enabled:
+        return vectors
+    if not getattr(vectors, "remote", False):
         return vectors
     if not getattr(store, "remote", False):
         return vectors
@@ -128,7 +139,7 @@ def shared_outbox(store: RecordStore, vectors: VectorIndex, policy: Policy) -> V
 
     if not isinstance(store, RedisStore) or isinstance(vectors, OutboxIndex):
         return vectors
-    return OutboxIndex(vectors, store.client, prefix=store.prefix, policy=policy)
+    return OutboxIndex(vectors, store.client, prefix=store.prefix, outbox=outbox)
 
 
 def _is_store(x: object) -> bool:

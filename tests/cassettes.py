@@ -1,7 +1,7 @@
 """Recorded HTTP exchanges with a real LLM server (vcrpy), replayed in CI.
 
 A cassette is recorded once through the real client stack against the real local
-llama.cpp server (`scripts/record-cassettes`; the README says when to run it) and
+llama.cpp server (`scripts/record-cassettes`; docs/cassettes.md says when to run it) and
 replayed with `record_mode="none"`: CI needs neither the model nor the
 server, and a request that was never recorded fails loudly instead of reaching out.
 

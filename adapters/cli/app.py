@@ -67,7 +67,7 @@ app = typer.Typer(
     "supersession. Start with `reverie demo`.",
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",  # paragraphs reflow to the terminal width
 )
 
 
@@ -265,9 +265,11 @@ def demo(
         ),
     ] = None,
 ) -> None:
-    """Replay two months of a user's sessions on a simulated clock and show what
-    reverie keeps, replaces, hardens and forgets. Offline; runs in a temporary home
-    unless --home is given."""
+    """Replay two months of a user's sessions and show what reverie keeps, replaces,
+    hardens and forgets.
+
+    The clock is simulated and the demo runs offline, in a temporary home unless --home
+    is given."""
     from reverie.adapters.cli.demo import run_demo
 
     s = _settings(ctx)
@@ -352,7 +354,7 @@ def recall(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """The memories most useful for QUERY, best first, with why they ranked."""
+    """Show the memories most useful for QUERY, best first, with why each ranked."""
     when = _parse_time(as_of, "--as-of")
     with _open(ctx, model=True) as engine:
         result = engine.recall(
@@ -390,16 +392,20 @@ def recall(
 @_handled
 def remember(
     ctx: typer.Context,
-    subject: Annotated[str, typer.Argument()],
-    predicate: Annotated[str, typer.Argument()],
-    object_: Annotated[str, typer.Argument(metavar="OBJECT")],
+    subject: Annotated[str, typer.Argument(help="Who or what the fact is about.")],
+    predicate: Annotated[str, typer.Argument(help="The attribute, such as 'lives in'.")],
+    object_: Annotated[str, typer.Argument(metavar="OBJECT", help="The value.")],
     source: Annotated[
         str | None, typer.Option("--source", help="Where the fact comes from.")
     ] = None,
-    kind: Annotated[str, typer.Option("--kind", help="semantic or procedural.")] = "semantic",
+    kind: Annotated[
+        str, typer.Option("--kind", help="The kind of fact: semantic or procedural.")
+    ] = "semantic",
 ) -> None:
-    """Store a fact. The same object again adds a source (3 sources make a crystal); a
-    different object supersedes the current version, which stays in `history`."""
+    """Store a fact, keyed by its subject and predicate.
+
+    The same object again adds a source (three sources make a crystal). A different object
+    supersedes the current version, which stays in `reverie history`."""
     k = _kind(kind)
     with _open(ctx, model=True) as engine:
         before = engine.history(subject, predicate, kind=k)
@@ -422,11 +428,13 @@ def remember(
 @_handled
 def history_cmd(
     ctx: typer.Context,
-    subject: Annotated[str, typer.Argument()],
-    predicate: Annotated[str, typer.Argument()],
-    kind: Annotated[str, typer.Option("--kind", help="semantic or procedural.")] = "semantic",
+    subject: Annotated[str, typer.Argument(help="Who or what the fact is about.")],
+    predicate: Annotated[str, typer.Argument(help="The attribute, such as 'lives in'.")],
+    kind: Annotated[
+        str, typer.Option("--kind", help="The kind of fact: semantic or procedural.")
+    ] = "semantic",
 ) -> None:
-    """Every version of a fact, oldest first, with when each was believed."""
+    """Show every version of a fact, oldest first, with when each was believed."""
     k = _kind(kind)
     with _open(ctx, model=False) as engine:
         versions = engine.history(subject, predicate, kind=k)
@@ -440,9 +448,10 @@ def history_cmd(
 @app.command()
 @_handled
 def confirm(
-    ctx: typer.Context, memory_id: Annotated[str, typer.Argument(metavar="ID")]
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory's id.")],
 ) -> None:
-    """The user vouches for a memory: it becomes a crystal and never decays."""
+    """Mark a memory as vouched for by the user: it becomes a crystal and never decays."""
     with _open(ctx, model=False) as engine:
         m = engine.confirm(memory_id)
     out.print(_memory_panel(m, "confirmed"))
@@ -452,10 +461,10 @@ def confirm(
 @_handled
 def pin(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(metavar="ID")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory's id.")],
     unpin: Annotated[bool, typer.Option("--unpin", help="Let it decay again.")] = False,
 ) -> None:
-    """'Always remember': a pinned memory never decays out of recall."""
+    """Pin a memory ('always remember') so it never decays out of recall."""
     with _open(ctx, model=False) as engine:
         m = engine.pin(memory_id, pinned=not unpin)
     out.print(_memory_panel(m, "unpinned" if unpin else "pinned"))
@@ -465,10 +474,10 @@ def pin(
 @_handled
 def forget(
     ctx: typer.Context,
-    memory_ids: Annotated[list[str], typer.Argument(metavar="ID...")],
+    memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The ids to delete.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
 ) -> None:
-    """Delete memories for good (records, edges, index entries): for privacy requests."""
+    """Delete memories for good, with their edges and index entries, for privacy requests."""
     with _open(ctx, model=False) as engine:
         found: list[Memory] = []
         for i in memory_ids:
@@ -506,7 +515,7 @@ def stats(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Counts per status and tier, the vector index, the embedder and where data lives."""
+    """Show counts per status and tier, the vector index, the embedder and where data lives."""
     s = _settings(ctx)
     with _open(ctx, model=False) as engine:
         st = engine.stats()
@@ -551,8 +560,9 @@ def export(
         bool, typer.Option("--all-namespaces", help="Every namespace, not just -n.")
     ] = False,
 ) -> None:
-    """Everything in the namespace (every status, and edges) as JSONL, for backup or
-    a move; `reverie import` reads it back."""
+    """Write everything in the namespace (every status, and edges) as JSONL.
+
+    Use it for a backup or a move; `reverie import` reads it back."""
     s = _settings(ctx)
     counts = {"memory": 0, "edge": 0}
     with _open(ctx, model=False) as engine:
@@ -587,8 +597,10 @@ def import_cmd(
     ctx: typer.Context,
     file: Annotated[str, typer.Argument(help="A `reverie export` JSONL file, or '-'.")],
 ) -> None:
-    """Restore an export (into the namespaces it names). Safe to re-run: memories already
-    present at the same or a newer version are skipped."""
+    """Restore an export into the namespaces it names.
+
+    It is safe to re-run: memories already present at the same or a newer version are
+    skipped."""
     total = _count_lines(file)
     name = "stdin" if file == "-" else Path(file).name
     with (
@@ -634,8 +646,9 @@ def repair(
         ),
     ] = True,
 ) -> None:
-    """Rebuild the vector index from the records (it is derived data): index what is
-    missing, drop what has no record, refresh statuses."""
+    """Rebuild the vector index (derived data) from the records.
+
+    It indexes what is missing, drops what has no record and refreshes statuses."""
     s = _settings(ctx)
     if reembed and not all_namespaces:
         raise InvalidInput("--reembed re-embeds every namespace; drop --current-namespace")
@@ -673,9 +686,10 @@ def sweep(
         bool, typer.Option("--all-namespaces", help="Sweep every namespace, not just -n.")
     ] = False,
 ) -> None:
-    """Distil, then archive, memories whose salience decayed below the eviction threshold
-    (crystals and pinned memories are never swept); over the hard cap, merge first and
-    archive the lowest scores."""
+    """Distil, then archive, memories whose salience decayed below the eviction threshold.
+
+    Crystals and pinned memories are never swept. Over the hard cap, the sweep merges
+    first and archives the lowest scores."""
     s = _settings(ctx)
     with _open(ctx, model=True) as engine, _progress(total_known=False) as bar:
         task = bar.add_task("distilling decayed memories", total=None)
@@ -721,8 +735,9 @@ def gc(
         bool, typer.Option("--all-namespaces", help="Collect every namespace, not just -n.")
     ] = False,
 ) -> None:
-    """Delete, for good, archived memories whose salience decayed below the GC threshold;
-    retention-exempt memories are kept."""
+    """Delete, for good, archived memories whose salience decayed below the GC threshold.
+
+    Retention-exempt memories are kept."""
     s = _settings(ctx)
     with _open(ctx, model=False) as engine, _progress(total_known=False) as bar:
         task = bar.add_task("checking archived memories", total=None)
@@ -781,8 +796,10 @@ def consolidate(
         bool, typer.Option("--json", help="Print the report as JSON on stdout.")
     ] = False,
 ) -> None:
-    """Run a REM cycle: cluster weak memories and replace each cluster by one synthesis
-    node (members are retired, never deleted). Crash-safe: rerun after an interruption."""
+    """Run a REM cycle: replace each cluster of weak memories by one synthesis node.
+
+    Members are retired, never deleted. The cycle is crash-safe: rerun it after an
+    interruption."""
     import time as _time
 
     synthesizer = None

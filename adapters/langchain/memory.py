@@ -34,7 +34,7 @@ class ReverieMemory(BaseMemory):
     """Legacy chain memory over a reverie namespace (deprecated upstream; see the module).
 
     `session_id` is the source of every trace this memory saves (the same line said in
-    two sessions gains confidence); `clear()` forgets only this session's traces.
+    two sessions gains confidence); `clear()` forgets only the traces its own session said.
     Needs an engine with a token counter (`open_engine` gives one) for `token_budget`.
     """
 
@@ -101,7 +101,7 @@ class ReverieMemory(BaseMemory):
         await self.engine.aobserve_many(self._exchange(inputs, outputs), namespace=self.namespace)
 
     def clear(self) -> None:
-        """Forget the traces only this session said (real deletion); others stay."""
+        """Forget the traces that only its own session said (real deletion); others stay."""
         mine = [
             m.id
             for m in self.engine.memories(namespace=self.namespace)

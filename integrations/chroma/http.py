@@ -1,11 +1,11 @@
 """The nearest-neighbour query to a Chroma server, sent without the chromadb client.
 
 Why: recall on the shared tier waits on one `query` per call, and chromadb's HTTP client
-(httpx, plus its own request validation and tracing) spent about 1.4 ms more of the worker's
-CPU per query on this machine before the request left: 2.1 ms against 0.66 ms for the
-same JSON body sent on a kept-alive `http.client` connection, and 6.7 against 5.0 ms
-wall (benchmarks/results/latency_tiers.md has the recall numbers). That CPU is taken from
-the lexical work recall overlaps with the query, so the whole recall pays for it.
+(httpx, plus its own request validation and tracing) spends several times more of the
+worker's CPU per query before the request leaves than the same JSON body sent on a
+kept-alive `http.client` connection (benchmarks/results/latency_tiers.md has the recall
+numbers). That CPU is taken from the lexical work recall overlaps with the query, so the
+whole recall pays for it.
 
 Only `query` goes this way: it is the one call on every recall's path, and its request
 and answer are plain JSON of the server's v2 REST API (the same body chromadb sends).

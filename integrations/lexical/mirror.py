@@ -3,10 +3,10 @@
 Why it exists: FTS5's `bm25()` must score every row that matches any query word before
 `ORDER BY ... LIMIT` can cut, and it pools document count and average length over every
 namespace in the file, so one tenant's writes move another tenant's scores. A mirror per
-namespace, kept in step with the file through a change log (see `SQLiteStore.search`),
-scores the same postings about an order of magnitude faster, and with the namespace's own
+namespace, kept in step with the file through a change log (see `sqlite.lexical`),
+scores the same postings far faster, and with the namespace's own
 statistics: the same formula and statistics as the Redis tier (`redis.lexical`), so the two
-tiers now rank alike to the last bit.
+tiers rank alike to the last bit.
 
 The file stays the truth: a mirror is rebuilt from it whenever it cannot be brought up to
 date from the log, and a process that never searches builds none.

@@ -3,7 +3,7 @@
 Why this design (and not the Redis Query Engine):
 
 - Redis 7 as Debian ships it has no modules, so FT.SEARCH is not there; a design that
-  needs it would not run on the server the issue names. Redis 8 / Redis Stack have it,
+  needs it would not run on a plain Redis server. Redis 8 / Redis Stack have it,
   but one implementation that behaves the same everywhere is worth more than a faster
   path on some servers: recall must not change with the Redis build.
 - The index is plain hashes under the namespace's hash tag (see `redis.keys`): one hash
@@ -13,9 +13,9 @@ Why this design (and not the Redis Query Engine):
   namespace's Cluster slot with everything else.
 - Scoring runs in a Lua script next to the postings (`BM25_SCRIPT`): one round trip, and
   only the k winners cross the wire. Shipping every posting of every query term to the
-  client first (measured: HGETALL of the postings, then the lengths) made a LoCoMo recall
-  ~4x slower than on SQLite, nearly all of it parsing replies in Python; the script costs
-  the server about a microsecond per posting. `bm25_top` is the same formula in Python,
+  client first (HGETALL of the postings, then the lengths) makes recall several times
+  slower than on SQLite, nearly all of it parsing replies in Python, while the script
+  costs the server little per posting. `bm25_top` is the same formula in Python,
   the reference the script is tested against
   (`reverie.integrations.lexical.bm25`, shared with the SQLite tier's mirror).
 - Terms and scores follow the SQLite tier: the same `core.text.lexical_terms` /

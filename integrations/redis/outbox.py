@@ -3,17 +3,17 @@ one Redis list, and whichever worker holds the namespace's drain lease writes ev
 queued writes to the vector index in one call.
 
 Why: a Chroma server charges per add call, and much more when several clients add to
-one collection at once. Measured on the 2-core bench machine (benchmarks/results/
-latency_tiers_throughput.md): 4 concurrent writers of 40-vector batches cost the server
-1.22 ms of CPU per vector against 0.48 ms for the same batches one at a time, and about
-17-20 ms per call with 4 workers' engines writing behind observe; 300-vector batches cost
-0.29-0.30 ms per vector. Each engine already groups its own vectors (core/indexing.py),
-but N workers still made N streams of small concurrent upserts. Through the outbox they
-make one stream of large ones, and nobody writes a batch of their own: a worker whose
-writes another worker drained just returns. Measured (benchmarks/results/
-latency_tiers_outbox.md): 4 workers observe 1.64-1.90x as fast as one (median 1.81x),
-against 1.20-1.38x with each engine writing its own batches; one worker is as fast
-either way.
+one collection at once, so many small concurrent upserts cost it far more per vector
+than a few large ones made one at a time (benchmarks/results/latency_tiers.md).
+Each engine already groups its own vectors (core/indexing.py), but N workers would still
+make N streams of small concurrent upserts. Through the outbox they make one stream of
+large ones, and nobody writes a batch of their own: a worker whose writes another worker
+drained just returns. Several workers then observe faster together than when each
+writes its own batches, and one worker is as fast either way
+(benchmarks/results/latency_tiers.md).
+
+The settings (batch, lease, linger, wait) are `OutboxSettings`; `open_engine(outbox=...)`
+takes them.
 
 The contract callers rely on is the index's own: `upsert`, `set_metadata` and `delete`
 return once their writes are in the index, so a read afterwards sees them (the engine's
@@ -29,8 +29,8 @@ on one slot and every script below is atomic):
   in one script, which also tries to take ``{ns}:vq:lease`` and, if it did, returns up to
   `batch` entries from the head, or nothing when the queue holds only what was just
   pushed (a lone writer applies what it has: one round trip, nothing read back);
-- a holder that finds other workers' entries queued waits `linger_seconds` (20 ms) and
-  reads the head again, so writes arriving meanwhile join its upsert;
+- a holder that finds other workers' entries queued waits `linger_seconds` and reads the
+  head again, so writes arriving meanwhile join its upsert;
 - the holder writes them to the index (consecutive upserts and metadata updates merged
   as `core.indexing.merge` does, deletes in their place), then one script checks it
   still holds the lease, trims what it applied and adds it to ``{ns}:vq:done``; it goes
@@ -38,8 +38,8 @@ on one slot and every script below is atomic):
 - a writer that finds the lease held joins ``{ns}:vq:waiters`` in the same script and
   blocks on a wake-up key of its own (BLPOP) until the holder lets go, then claims again;
   it is finished once ``done`` reaches its own count (`done + LLEN vq == pushed` always
-  holds). Polling instead (sleeps of 2-20 ms) cost the 4 workers of the throughput
-  benchmark about 0.35 ms of CPU per observe (2.17-2.27 against 1.79-1.91 ms);
+  holds). Waiters sleep until woken rather than poll: polling spends CPU on every
+  waiting worker for each observe;
 - the lease expires (`lease_seconds`, renewed at every batch), so a drainer that dies
   holding it stalls the others for at most that long, and its entries, still at the
   head, are applied by the next holder: nothing queued is lost with a worker;
@@ -57,19 +57,20 @@ Reads (`query`, `begin_query`, `stored_vectors`, ...) go straight to the index.
 from __future__ import annotations
 
 import base64
+import math
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import orjson
 
-from reverie.core.errors import BackendUnavailable, ReverieError
+from reverie.core.errors import BackendUnavailable, InvalidInput, ReverieError
 from reverie.core.indexing import IndexWrite, merge
 from reverie.core.models import validate_namespace
-from reverie.core.policy import DEFAULT_POLICY, Policy
 from reverie.core.ports import Vector, VectorHit, VectorIndex, VectorItem
 from reverie.integrations.redis.keys import DEFAULT_PREFIX, NamespaceKeys, validate_prefix
 
@@ -80,7 +81,47 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
     raise MissingExtra("The vector outbox (reverie.integrations.redis.outbox)", "redis") from e
 
-__all__ = ["OutboxIndex"]
+__all__ = ["OutboxIndex", "OutboxSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxSettings:
+    """How the shared tier's vector outbox batches and waits (module docstring), checked on
+    construction. Every worker sharing a namespace should use the same settings."""
+
+    # False: each worker writes its own vectors to the server (no queue in Redis)
+    enabled: bool = True
+    batch: int = 512  # queued writes applied in one drain call at most
+    lease_seconds: float = 10.0  # a dead drainer's lease frees after this
+    # a drainer that finds other workers' writes queued (they are writing too) waits this
+    # long for more before it writes, so busy workers share fewer, larger upserts; a lone
+    # writer never waits
+    linger_seconds: float = 0.02
+    # a writer waits this long for a drain, then raises BackendUnavailable (the engine
+    # retries, then flags the index for repair)
+    wait_seconds: float = 120.0
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not isinstance(self.enabled, bool):
+            problems.append(f"enabled must be True or False, got {self.enabled!r}")
+        if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch <= 0:
+            problems.append(f"batch must be a whole number > 0, got {self.batch!r}")
+        for name, least in (
+            ("lease_seconds", None), ("linger_seconds", 0.0), ("wait_seconds", None)
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                problems.append(f"{name} must be a finite number, got {v!r}")
+            elif least is None and v <= 0:
+                problems.append(f"{name} must be > 0, got {v!r}")
+            elif least is not None and v < least:
+                problems.append(f"{name} must be >= 0, got {v!r}")
+        if problems:
+            raise InvalidInput("invalid outbox settings: " + "; ".join(problems))
+
+
+DEFAULT_OUTBOX = OutboxSettings()
 
 _MAX_BLOCK_S = 20.0  # one BLPOP at most (below the client's 30 s socket timeout)
 
@@ -249,10 +290,12 @@ def plan(namespace: str, ops: Sequence[Op]) -> list[tuple[str, Any]]:
 
 class OutboxIndex:
     """A `VectorIndex` whose writes go through the namespace's Redis outbox (module
-    docstring); everything else is the wrapped index's.
+    docstring); reads and the rest are the wrapped index's.
 
     `client` is the record store's redis-py client (`RedisStore.client`, plain or
-    Cluster, strings decoded); `prefix` must be the store's key prefix.
+    Cluster, strings decoded); `prefix` must be the store's key prefix. The wrapped
+    index's optional capabilities (`core.ports.VectorIndex`) are offered as it offers
+    them: each is the wrapped index's own method, or None where it has none.
     """
 
     def __init__(
@@ -261,45 +304,61 @@ class OutboxIndex:
         client: Any,
         *,
         prefix: str = DEFAULT_PREFIX,
-        policy: Policy = DEFAULT_POLICY,
+        outbox: OutboxSettings | None = None,
     ) -> None:
+        settings = outbox if outbox is not None else DEFAULT_OUTBOX
         self.inner = inner
         self._client = client
         self._prefix = validate_prefix(prefix)
-        self._batch = policy.index_outbox_batch
-        self._lease_ms = str(max(1, int(policy.index_outbox_lease_seconds * 1000)))
-        self._wait_s = policy.index_outbox_wait_seconds
+        self._batch = settings.batch
+        self._lease_ms = str(max(1, int(settings.lease_seconds * 1000)))
+        self._wait_s = settings.wait_seconds
+        self._linger_s = settings.linger_seconds
         self._claim = client.register_script(_CLAIM)
         self._ack = client.register_script(_ACK)
         self._release = client.register_script(_RELEASE)
         self._drop = client.register_script(_DROP)
         self._refill = client.register_script(_REFILL)
-        self._linger_s = policy.index_outbox_linger_seconds
         self.drains = 0  # batches this process applied for the outbox (any worker's)
-
-    def __getattr__(self, name: str) -> Any:
-        # the index's optional read capabilities (begin_query, stored_vectors, neighbors,
-        # dimension, remote, ...) are the wrapped index's
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        # the wrapped index's optional capabilities, read straight from it
+        self.remote: bool = bool(getattr(inner, "remote", False))
+        self.begin_query: Callable[..., Any] | None = getattr(inner, "begin_query", None)
+        self.stored_vectors: Callable[..., dict[str, Vector]] | None = getattr(
+            inner, "stored_vectors", None
+        )
+        self.neighbors: Callable[..., dict[str, list[VectorHit]]] | None = getattr(
+            inner, "neighbors", None
+        )
+        self.dimension: Callable[[str], int | None] | None = getattr(inner, "dimension", None)
+        # the wrapped index's own input checks (ChromaIndex's `checked_*`), run before
+        # anything is queued, so a queued write is one the index takes
+        self._checked_items: Callable[..., list[VectorItem]] | None = getattr(
+            inner, "checked_items", None
+        )
+        self._checked_metadata: Callable[..., Any] | None = getattr(
+            inner, "checked_metadata", None
+        )
+        self._checked_ids: Callable[..., list[str]] | None = getattr(inner, "checked_ids", None)
 
     # --- writes: through the outbox ------------------------------------------------------
 
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None:
-        check = self._check("checked_items", namespace)
+        validate_namespace(namespace)
+        check = self._checked_items
         checked = check(namespace, items) if check else list(items)
         self._write(namespace, [("u", i.id, i) for i in checked], encode_upsert)
 
     def set_metadata(
         self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
     ) -> None:
-        check = self._check("checked_metadata", namespace)
+        validate_namespace(namespace)
+        check = self._checked_metadata
         pairs = check(namespace, ids, metadata) if check else zip(ids, metadata, strict=True)
         self._write(namespace, [("m", i, m) for i, m in pairs], encode_metadata)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
-        check = self._check("checked_ids", namespace)
+        validate_namespace(namespace)
+        check = self._checked_ids
         checked = check(namespace, ids) if check else list(ids)
         self._write(namespace, [("d", i, None) for i in checked], encode_delete)
 
@@ -307,12 +366,6 @@ class OutboxIndex:
         names, wake = self._names(namespace)
         self._redis(self._drop, names, ["", self._lease_ms, 0, 0, wake])
         self.inner.drop_namespace(namespace)
-
-    def _check(self, name: str, namespace: str) -> Callable[..., Any] | None:
-        """The index's own validation (ChromaIndex's `checked_*`), run before anything is
-        queued, so a queued write is one the index takes."""
-        validate_namespace(namespace)
-        return getattr(self.inner, name, None)
 
     def pending(self, namespace: str) -> int:
         """Writes queued in the namespace's outbox, not yet applied."""
@@ -370,7 +423,7 @@ class OutboxIndex:
             if left <= 0:
                 raise BackendUnavailable(
                     f"the vector outbox of namespace {namespace!r} was not drained "
-                    f"within {self._wait_s:g} s (index_outbox_wait_seconds): another "
+                    f"within {self._wait_s:g} s (OutboxSettings.wait_seconds): another "
                     "worker holds its lease and has not finished; the writes stay "
                     "queued for the next drain"
                 )

@@ -1,5 +1,4 @@
-"""What a Redis write does, computed from what was read: pure functions shared by the sync
-and the asyncio store.
+"""What a Redis write does, computed from what was read: pure functions, no I/O.
 
 A write runs as optimistic concurrency: WATCH the keys whose contents decide the outcome
 (the records being replaced, the text-hash sets the duplicate rule reads, the edge hash),
@@ -15,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from reverie.core.clock import utc
@@ -27,29 +26,14 @@ from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash
 from reverie.integrations.redis.keys import NamespaceKeys
 from reverie.integrations.redis.lexical import term_frequencies
+from reverie.integrations.store_values import check_version, dumps, micros
 
 Command = tuple[str | int | float, ...]
 
 _DEL_CHUNK = 500  # keys per DEL, so no one command is huge
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 
-def micros(ts: datetime) -> int:
-    """Exact integer microseconds (a double holds them exactly until the year 2255)."""
-    return int((utc(ts) - _EPOCH) // _MICROSECOND)
-
-
-def dumps(value: Any, what: str) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as e:
-        raise InvalidInput(
-            f"{what} must be JSON-serialisable (plain str/number/bool/list/dict): {e}"
-        ) from None
-
-
-# One per process, shared by every Redis store (sync and asyncio) and reader: keyed by the
+# One per process, shared by every Redis store and reader: keyed by the
 # exact record bytes, which name their namespace, so sharing cannot mix stores up.
 DECODED = DecodedRecords()
 
@@ -192,17 +176,7 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
     for m, _ in batch.puts:
         cur = staged.get(m.id)
         if not batch.restore:
-            if cur is None and m.version != 1:
-                raise ConflictError(
-                    f"memory {m.id!r} in {ns!r}: writing version {m.version} but it is not "
-                    "stored (was it deleted?); re-read and retry"
-                )
-            if cur is not None and m.version != cur.version + 1:
-                raise ConflictError(
-                    f"memory {m.id!r} in {ns!r}: writing version {m.version} but version "
-                    f"{cur.version} is stored (expected {m.version - 1}); someone else wrote "
-                    "first, re-read and retry"
-                )
+            check_version(m, None if cur is None else cur.version)
         staged[m.id] = m
     encoded = {m.id: record for m, record in batch.puts}  # the last put of an id wins
 

@@ -1,12 +1,11 @@
-"""What each Redis read asks for and how the answers combine, written once for the sync and
-the asyncio store.
+"""What each Redis read asks for and how the answers combine, apart from the I/O.
 
 A read is a generator: it yields a request (a client method call, a pipelined batch, or a
-call of one of the store's Lua scripts), is sent the reply, and returns the result. Each
-store drives it with its own I/O (`RedisStore._run` blocks, `AsyncRedisStore._run`
-awaits), so the two make the same round trips with the same commands and can never
-disagree on what a read means; only the waiting differs. redis-py's sync and asyncio
-clients share their command methods and reply parsing, so a request names the method.
+call of one of the store's Lua scripts), is sent the reply, and returns the result. The
+store drives it (`RedisStore._run` sends each request and feeds back the reply), so what
+a read means, and how many round trips it makes, is written here without a socket in
+sight and can be tested with canned replies. A request names the client method, so any
+driver with redis-py's command methods can serve it.
 """
 
 from __future__ import annotations

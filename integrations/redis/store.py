@@ -12,9 +12,8 @@ Why it looks the way it does:
   compare-and-set that loses raises `ConflictError`. `touch`, which changes records only,
   reads them and sets them in one Lua compare-and-set on their exact texts (two round
   trips, not three), re-read when another writer got there first: it never loses a count.
-- Reads are written once, as request/reply generators in `redis.reads`, and driven here
-  (blocking) and in `redis.async_store` (awaited): both stores read alike, round trip for round
-  trip.
+- Reads are request/reply generators in `redis.reads`, driven here: what a read asks and
+  how its replies combine stays apart from the I/O, round trip for round trip.
 - Any Redis failure (down, timeout, out of memory, a cluster failover) raises
   `BackendUnavailable`; MULTI/EXEC means a write interrupted by it applied nothing.
 - Lexical search is BM25 over postings kept in Redis, scored in Python (`redis.lexical`
@@ -30,12 +29,7 @@ TLS, or `redis+cluster://host:port` (`rediss+cluster://` with TLS) for a cluster
 
 from __future__ import annotations
 
-import math
-import os
-import random
 import secrets
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -63,6 +57,12 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingExtra("The Redis store (reverie.integrations.redis.store)", "redis") from e
 
 import reverie.integrations.redis.reads as reads
+from reverie.integrations.redis.connection import (
+    LostRaces,
+    client_from_url,
+    is_redis_url,
+    safe_url,
+)
 from reverie.integrations.redis.keys import (
     DEFAULT_PREFIX,
     NamespaceKeys,
@@ -76,8 +76,7 @@ from reverie.integrations.redis.plan import (
     CheckedBatch,
     Command,
     check_batch,
-    dumps,
-    load_journal_entry,
+        load_journal_entry,
     parse_doc,
     plan_commit,
     plan_delete,
@@ -86,40 +85,12 @@ from reverie.integrations.redis.plan import (
 from reverie.integrations.redis.reads import Lua, Pipelined, Request, Steps
 from reverie.integrations.redis.reads import chunks as _chunks
 from reverie.integrations.redis.reads import unique as _unique
+from reverie.integrations.store_values import check_ttl, check_window, dumps, lease_holder
 
 __all__ = ["RedisStore", "client_from_url", "is_redis_url"]
 
 T = TypeVar("T")
 
-_CONNECT_TIMEOUT_S = 5.0
-_SOCKET_TIMEOUT_S = 30.0
-# Optimistic writes retry while others win the race; each round has a winner, so this only
-# runs out under pathological contention, which is then reported rather than spun on.
-_WRITE_DEADLINE_S = 30.0
-_BACKOFF_MAX_S = 0.02
-
-
-class LostRaces:
-    """The retry budget of one optimistic write (sync and asyncio stores alike): each lost
-    race gives a short random backoff, growing to `_BACKOFF_MAX_S`, until the write has
-    lost for `_WRITE_DEADLINE_S`; then `BackendUnavailable` says the namespace is too
-    contended."""
-
-    def __init__(self, store: str, what: str = "a write") -> None:
-        self._store, self._what = store, what
-        self._deadline = time.monotonic() + _WRITE_DEADLINE_S
-        self._attempt = 0
-
-    def lost(self) -> float:
-        """Seconds to wait before trying again, or `BackendUnavailable` past the budget."""
-        self._attempt += 1
-        if time.monotonic() > self._deadline:
-            raise BackendUnavailable(
-                f"Redis at {self._store}: {self._what} lost {self._attempt} races in a row "
-                f"over {_WRITE_DEADLINE_S:.0f} s; the namespace is too contended, retry later"
-            )
-        return random.uniform(0, min(_BACKOFF_MAX_S, 0.001 * self._attempt))
-_URL_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
 
 # Lease = "<expires ms>|<token>|<holder>". Redis's clock decides expiry for every client.
 _ACQUIRE = """
@@ -163,64 +134,7 @@ return out
 """
 
 
-def is_redis_url(text: str) -> bool:
-    return text.startswith(_URL_SCHEMES)
-
-
-def client_from_url(url: str, **options: Any) -> Any:
-    """A redis-py client (RedisCluster for `redis+cluster://`), strings decoded."""
-    return open_client(url, redis.Redis, redis.RedisCluster, options)
-
-
-def open_client(url: str, plain: Any, cluster: Any, options: Mapping[str, Any]) -> Any:
-    """`plain` or `cluster` (`redis.*` or `redis.asyncio.*`) from a reverie Redis URL."""
-    kwargs: dict[str, Any] = {
-        "decode_responses": True,
-        "socket_connect_timeout": _CONNECT_TIMEOUT_S,
-        "socket_timeout": _SOCKET_TIMEOUT_S,
-        **options,
-    }
-    try:
-        if url.startswith(("redis+cluster://", "rediss+cluster://")):
-            return cluster.from_url(url.replace("+cluster://", "://", 1), **kwargs)
-        if not is_redis_url(url):
-            raise InvalidInput(
-                f"not a Redis URL: {url!r}; use redis://host:port/db, rediss:// (TLS) or "
-                "redis+cluster://host:port"
-            )
-        return plain.from_url(url, **kwargs)
-    except RedisError as e:
-        raise BackendUnavailable(f"cannot connect to Redis at {_safe(url)}: {e}") from None
-    except ValueError as e:
-        raise InvalidInput(f"invalid Redis URL {_safe(url)}: {e}") from None
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for messages."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
-    return url
-
-
-def _check_ttl(ttl_seconds: float) -> float:
-    if (
-        isinstance(ttl_seconds, bool)
-        or not isinstance(ttl_seconds, int | float)
-        or not math.isfinite(ttl_seconds)
-        or ttl_seconds < 0
-    ):
-        raise InvalidInput(f"ttl_seconds must be a finite number >= 0, got {ttl_seconds!r}")
-    return float(ttl_seconds)
-
-
-def _check_window(window: int) -> int:
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InvalidInput(f"window must be a positive int, got {window!r}")
-    return window
-
-
-def lock_busy(ns: str, value: str, now_ms: int) -> LockBusy:
+def _lock_busy(ns: str, value: str, now_ms: int) -> LockBusy:
     expires, _, holder = value.split("|", 2)
     until_ms = int(expires)
     until = datetime.fromtimestamp(until_ms / 1000, UTC).isoformat(timespec="seconds")
@@ -228,10 +142,6 @@ def lock_busy(ns: str, value: str, now_ms: int) -> LockBusy:
         f"namespace {ns!r} is locked for maintenance by {holder} until {until} "
         f"(in {(until_ms - now_ms) / 1000:.1f} s); wait for it to finish, or retry after that"
     )
-
-
-def holder_name() -> str:
-    return f"{socket.gethostname()} pid {os.getpid()} thread {threading.get_ident()}"
 
 
 class RedisStore:
@@ -270,7 +180,7 @@ class RedisStore:
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX, **options: Any) -> RedisStore:
         client = client_from_url(url, **options)
         try:
-            return cls(client, prefix=prefix, name=_safe(url))
+            return cls(client, prefix=prefix, name=safe_url(url))
         except BaseException:
             client.close()
             raise
@@ -401,7 +311,7 @@ class RedisStore:
         which back-to-back recalls otherwise pay for beside the next recall. Atomic per
         chunk of ids, like `touch`."""
         keys = self._keys(namespace)
-        _check_window(window)
+        check_window(window)
         steps = [(_unique(ids), utc(at)) for ids, at in events]
         wanted = _unique(i for ids, _ in steps for i in ids)
         for chunk in _chunks(wanted):
@@ -591,17 +501,17 @@ class RedisStore:
         """A lease on Redis's clock: it expires, so a crashed holder cannot wedge
         maintenance, and only the holder of its token releases it."""
         keys = self._keys(namespace)
-        ttl = _check_ttl(ttl_seconds)
+        ttl = check_ttl(ttl_seconds)
         return self._lease(namespace, keys.lock, ttl)
 
     @contextmanager
     def _lease(self, ns: str, key: str, ttl: float) -> Iterator[str]:
         token = secrets.token_hex(16)
         ok, current, now = self._guard(
-            self._acquire, [key], [token, str(int(ttl * 1000)), holder_name()]
+            self._acquire, [key], [token, str(int(ttl * 1000)), lease_holder()]
         )
         if not int(ok):
-            raise lock_busy(ns, str(current), int(now))
+            raise _lock_busy(ns, str(current), int(now))
         try:
             yield token
         finally:

@@ -1,5 +1,5 @@
-"""Embeddings kept beside the records, on every store that keeps them: SQLite, Redis,
-Redis Cluster and the asyncio Redis store. Recall trusts these vectors as it trusts the
+"""Embeddings kept beside the records, on every store that keeps them: SQLite, Redis and
+Redis Cluster. Recall trusts these vectors as it trusts the
 vector index, so they must be exact, per namespace, and gone when the record is."""
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from reverie.core import InvalidInput
 from reverie.core.ports import WriteBatch
 from reverie.integrations.redis.store import RedisStore
 from reverie.integrations.sqlite.store import SQLiteStore
-from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import make_memory
 from tests.servers import RedisCluster
 
 
-@pytest.fixture(params=["sqlite", "redis", "redis-cluster", "redis-async"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     prefix = f"t{uuid.uuid4().hex[:12]}"
     made: Any
@@ -29,11 +28,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         made = SQLiteStore(tmp_path / "m.db")
     elif request.param == "redis":
         made = RedisStore.from_url(str(request.getfixturevalue("redis_url")), prefix=prefix)
-    elif request.param == "redis-cluster":
+    else:
         cluster: RedisCluster = request.getfixturevalue("redis_cluster")
         made = RedisStore.from_url(cluster.url, prefix=prefix)
-    else:
-        made = BlockingAsyncStore(str(request.getfixturevalue("redis_url")), prefix=prefix)
     try:
         yield made
     finally:
@@ -43,8 +40,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 
 def _redis_client(store: Any) -> Any:
-    inner = store.inner if isinstance(store, BlockingAsyncStore) else store
-    return getattr(inner, "_client", None)
+    return getattr(store, "_client", None)
 
 
 VA = np.array([0.25, -1.0, 0.5, 3.0], dtype=np.float32)
@@ -88,5 +84,5 @@ def test_deleting_a_record_deletes_its_vector(store: Any) -> None:
     store.commit(WriteBatch("a", (make_memory(id="y", namespace="a"),)))
     assert store.embeddings("a", ["x", "y"]) == {}  # the re-created namespace starts empty
     client = _redis_client(store)
-    if client is not None and not isinstance(store, BlockingAsyncStore):
+    if client is not None:
         assert client.hlen(store._keys("a").emb) == 0

@@ -44,7 +44,7 @@ def index(chroma_server_url: str, ns: str) -> Iterator[ChromaIndex]:
     try:
         yield made
     finally:
-        if not made._closed:
+        if not made._cols.closed:
             made.drop_namespace(ns)
         made.close()
 
@@ -52,7 +52,7 @@ def index(chroma_server_url: str, ns: str) -> Iterator[ChromaIndex]:
 def test_lean_query_answers_as_the_chromadb_client(index: ChromaIndex, ns: str) -> None:
     rng = np.random.default_rng(3)
     index.upsert(ns, _items(rng, 300))
-    col = index._collection(ns)
+    col = index._cols.get(ns)
     assert col is not None
     for q in rng.standard_normal((8, DIM)).astype(np.float32):
         ours = index.query(ns, q, 20)
@@ -155,7 +155,7 @@ def test_the_server_named_error_keeps_its_chromadb_type(
     from chromadb.errors import NotFoundError
 
     index.upsert(ns, _items(np.random.default_rng(7), 5))
-    col = index._collection(ns)
+    col = index._cols.get(ns)
     assert col is not None
     transport = QueryTransport("127.0.0.1", int(chroma_server_url.rsplit(":", 1)[1]),
                                tls=False)

@@ -21,7 +21,7 @@ from reverie.integrations.chroma.index import (
 
 def _hnsw_of(index: ChromaIndex, ns: str) -> dict[str, object]:
     index.upsert(ns, [VectorItem("a", np.ones(4, dtype=np.float32), {"status": "active"})])
-    col = index._client.get_collection(collection_name(ns))
+    col = index._cols.client.get_collection(collection_name(ns))
     return dict(col.configuration["hnsw"])
 
 

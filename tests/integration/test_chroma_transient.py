@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from reverie.core.errors import BackendUnavailable
-from reverie.integrations.chroma import index as chroma_index
+from reverie.integrations.chroma import collections as chroma_collections
 
 TRANSIENT = (
     "Error executing plan: Internal error: Error creating hnsw segment reader: "
@@ -21,7 +21,7 @@ TRANSIENT = (
 
 @pytest.fixture(autouse=True)
 def _no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chroma_index, "_TRANSIENT_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(chroma_collections, "_TRANSIENT_DELAYS", (0.0, 0.0, 0.0))
 
 
 def test_a_transient_read_error_is_retried_until_it_clears() -> None:
@@ -33,7 +33,7 @@ def test_a_transient_read_error_is_retried_until_it_clears() -> None:
             raise RuntimeError(TRANSIENT)
         return "hits"
 
-    assert chroma_index._retry_transient("ns", read) == "hits"
+    assert chroma_collections.retry_transient("ns", read) == "hits"
     assert len(attempts) == 3
 
 
@@ -45,7 +45,7 @@ def test_a_persistent_transient_error_becomes_backend_unavailable() -> None:
         raise RuntimeError(TRANSIENT)
 
     with pytest.raises(BackendUnavailable, match="still not readable"):
-        chroma_index._retry_transient("ns", read)
+        chroma_collections.retry_transient("ns", read)
     assert len(attempts) == 4  # the first try and one per delay
 
 
@@ -57,5 +57,5 @@ def test_other_errors_are_not_retried() -> None:
         raise ValueError("dimension mismatch")
 
     with pytest.raises(ValueError):
-        chroma_index._retry_transient("ns", read)
+        chroma_collections.retry_transient("ns", read)
     assert len(attempts) == 1

@@ -102,7 +102,7 @@ def _open_engine(store_spec: str, chroma_url: str, clock: ManualClock) -> Any:
 
     store = open_store(store_spec, Path("/nonexistent"))
     # on Redis the vectors go through the shared outbox, as open_engine sends them
-    vectors = shared_outbox(store, ChromaIndex.server(chroma_url), DEFAULT_POLICY)
+    vectors = shared_outbox(store, ChromaIndex.server(chroma_url))
     # check_embedder=False: the session's Redis is shared with tests using other embedders,
     # and the store-wide embedder mark is not what this test is about
     return MemoryEngine(

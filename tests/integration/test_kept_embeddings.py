@@ -43,7 +43,7 @@ class NoModel:
 
 
 def _db(engine: Any) -> Path:
-    return Path(engine.store._path)
+    return Path(engine.store.path)
 
 
 def test_observed_vectors_are_kept_and_equal_the_indexed_ones(tmp_path: Path) -> None:

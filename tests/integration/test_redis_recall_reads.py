@@ -1,4 +1,4 @@
-"""`recall_reads` of the Redis stores (sync and asyncio): recall's one-round-trip read of
+"""`recall_reads` of the Redis store: recall's one-round-trip read of
 its candidates (records, kept embeddings, degrees) must say exactly what the three
 separate reads say, on a real Redis and a real 3-master cluster, in one namespace only,
 and in one round trip per chunk."""
@@ -16,18 +16,15 @@ from reverie.core.models import Edge, EdgeType
 from reverie.core.ports import WriteBatch
 from reverie.integrations.redis import reads as redis_reads
 from reverie.integrations.redis.store import RedisStore
-from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import make_memory
 from tests.servers import RedisCluster
 
 
-@pytest.fixture(params=["redis", "redis-cluster", "redis-async"])
+@pytest.fixture(params=["redis", "redis-cluster"])
 def store(request: pytest.FixtureRequest) -> Iterator[Any]:
     prefix = f"t{uuid.uuid4().hex[:12]}"
     made: Any
-    if request.param == "redis-async":
-        made = BlockingAsyncStore(str(request.getfixturevalue("redis_url")), prefix=prefix)
-    elif request.param == "redis":
+    if request.param == "redis":
         made = RedisStore.from_url(str(request.getfixturevalue("redis_url")), prefix=prefix)
     else:
         cluster: RedisCluster = request.getfixturevalue("redis_cluster")
@@ -92,18 +89,13 @@ def test_recall_reads_one_round_trip_per_chunk(
     """620 ids are two chunks (500 + 120): two pipelined round trips, all answered."""
     ids = _fill(store, "a", 620)
     requests: list[Any] = []
-    inner = store.inner if isinstance(store, BlockingAsyncStore) else store
-    ask = inner._ask
-    if isinstance(store, BlockingAsyncStore):
-        async def counting(conn: Any, request: Any) -> Any:
-            requests.append(request)
-            return await ask(conn, request)
-    else:
-        def counting(conn: Any, request: Any) -> Any:  # type: ignore[misc]
-            requests.append(request)
-            return ask(conn, request)
+    ask = store._ask
 
-    monkeypatch.setattr(inner, "_ask", counting)
+    def counting(conn: Any, request: Any) -> Any:
+        requests.append(request)
+        return ask(conn, request)
+
+    monkeypatch.setattr(store, "_ask", counting)
     got = store.recall_reads("a", ids, embeddings=True, degrees=True)
     assert len(requests) == 2
     assert all(isinstance(r, redis_reads.Pipelined) and not r.atomic for r in requests)

@@ -40,8 +40,7 @@ def counting(store: SQLiteStore) -> Iterator[Callable[[], int]]:
         steps += 1
         return 0  # 0: carry on
 
-    conn = store._conn  # the test measures this store's own connection
-    assert conn is not None
+    conn = store._db.connection()  # the test measures this store's own connection
     conn.set_progress_handler(tick, 1)
     try:
         yield lambda: steps

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import reverie.integrations.sqlite.store as sqlite_store
+import reverie.integrations.sqlite.lexical as sqlite_lexical
 from reverie.core import ConflictError, Status
 from reverie.core.models import Memory
 from reverie.core.ports import WriteBatch
@@ -28,7 +28,7 @@ TEXTS = (
 
 def expected(store: SQLiteStore, ns: str, query: str, k: int) -> list[tuple[str, float]]:
     """BM25 by the reference formula over the namespace's active texts only."""
-    conn = sqlite3.connect(store._path)
+    conn = sqlite3.connect(store.path)
     rows = conn.execute(
         "SELECT seq, id, json_extract(record, '$.text') FROM memories "
         "WHERE namespace = ? AND status = 'active'", (ns,)
@@ -86,7 +86,7 @@ def test_another_writer_on_the_file_is_seen_exactly(tmp_path: Path) -> None:
     # the namespace is deleted and re-created (it may get the same number back)
     writer.delete_namespace("ns")
     assert reader.search("ns", "tea", 5) == []
-    assert "ns" not in reader._mirrors  # the deleted texts' terms left the reader too
+    assert "ns" not in reader._text.mirrors  # the deleted texts' terms left the reader too
     writer.commit(WriteBatch("ns", (make_memory(namespace="ns", text="only jazz now"),)))
     check(reader, "ns")
     assert [h.id for h in reader.search("ns", "tea cat jazz", 5)] == [
@@ -99,8 +99,8 @@ def test_another_writer_on_the_file_is_seen_exactly(tmp_path: Path) -> None:
 def test_a_mirror_behind_the_trimmed_log_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "_LEX_KEEP", 3)
-    monkeypatch.setattr(sqlite_store, "_LEX_TRIM_EVERY", 1)
+    monkeypatch.setattr(sqlite_lexical, "LOG_KEEP", 3)
+    monkeypatch.setattr(sqlite_lexical, "LOG_TRIM_EVERY", 1)
     path = tmp_path / "m.db"
     reader, writer = SQLiteStore(path), SQLiteStore(path)
     writer.commit(WriteBatch("ns", tuple(memories("ns"))))
@@ -120,13 +120,13 @@ def test_forget_drops_the_text_from_this_processes_mirror_at_once(tmp_path: Path
         ms = memories("ns")
         store.commit(WriteBatch("ns", tuple(ms)))
         store.search("ns", "tea", 5)
-        mirror = store._mirrors["ns"]
+        mirror = store._text.mirrors["ns"]
         assert len(mirror) == len(TEXTS)
         store.delete("ns", [ms[0].id])
         assert len(mirror) == len(TEXTS) - 1  # before any search
         check(store, "ns")
         store.delete_namespace("ns")
-        assert "ns" not in store._mirrors
+        assert "ns" not in store._text.mirrors
 
 
 def test_a_refused_write_changes_no_search(tmp_path: Path) -> None:

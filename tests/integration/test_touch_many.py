@@ -1,4 +1,4 @@
-"""touch_many on SQLite, Redis, Redis Cluster and the asyncio Redis store: a burst of
+"""touch_many on SQLite, Redis and Redis Cluster: a burst of
 recalls' touches in one transaction must leave every record exactly as the same touches
 one by one would (counts, last access, the window of recent accesses, versions)."""
 
@@ -17,11 +17,10 @@ from reverie.core.ports import WriteBatch
 from reverie.integrations.redis import reads as redis_reads
 from reverie.integrations.redis.store import RedisStore
 from reverie.integrations.sqlite.store import SQLiteStore
-from tests.blocking_async_store import BlockingAsyncStore
 from tests.contract.conftest import T0, make_memory
 
 
-@pytest.fixture(params=["sqlite", "redis", "redis-cluster", "redis-async"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Any]]:
     """Opens empty stores of one kind (each its own file or key prefix)."""
     made: list[Any] = []
@@ -29,9 +28,6 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
     def open_one() -> Any:
         if request.param == "sqlite":
             store: Any = SQLiteStore(tmp_path / f"{uuid.uuid4().hex}.db")
-        elif request.param == "redis-async":
-            store = BlockingAsyncStore(str(request.getfixturevalue("redis_url")),
-                                       prefix=f"t{uuid.uuid4().hex[:12]}")
         else:
             url = (str(request.getfixturevalue("redis_url")) if request.param == "redis"
                    else request.getfixturevalue("redis_cluster").url)
@@ -145,14 +141,14 @@ def test_a_redis_touch_that_loses_a_race_reads_again_and_counts_once(
 
 
 def test_lost_races_back_off_briefly_then_give_up_typed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every optimistic Redis write (WATCH/EXEC and the touch's compare-and-set, sync and
-    asyncio) retries through one budget: short random waits, then `BackendUnavailable`."""
+    """Every optimistic Redis write (WATCH/EXEC and the touch's compare-and-set)
+    retries through one budget: short random waits, then `BackendUnavailable`."""
     from reverie.core.errors import BackendUnavailable
-    from reverie.integrations.redis import store as redis_store
+    from reverie.integrations.redis import connection
 
-    races = redis_store.LostRaces("redis://x", "a touch")
+    races = connection.LostRaces("redis://x", "a touch")
     waits = [races.lost() for _ in range(50)]
-    assert all(0 <= w <= redis_store._BACKOFF_MAX_S for w in waits)
-    monkeypatch.setattr(redis_store, "_WRITE_DEADLINE_S", -1.0)  # already past the budget
+    assert all(0 <= w <= connection._BACKOFF_MAX_S for w in waits)
+    monkeypatch.setattr(connection, "_WRITE_DEADLINE_S", -1.0)  # already past the budget
     with pytest.raises(BackendUnavailable, match="a touch lost 1 races in a row"):
-        redis_store.LostRaces("redis://x", "a touch").lost()
+        connection.LostRaces("redis://x", "a touch").lost()

@@ -30,12 +30,11 @@ import pytest
 
 from reverie.core import ManualClock
 from reverie.core.errors import BackendUnavailable, InvalidInput, InvalidVector
-from reverie.core.policy import DEFAULT_POLICY, Policy
 from reverie.core.ports import VectorItem
 from reverie.integrations import open_engine
 from reverie.integrations.chroma.index import ChromaIndex
 from reverie.integrations.redis.keys import NamespaceKeys
-from reverie.integrations.redis.outbox import OutboxIndex, encode_delete, plan
+from reverie.integrations.redis.outbox import OutboxIndex, OutboxSettings, encode_delete, plan
 from reverie.integrations.redis.store import RedisStore
 from tests.fakes import BagOfWordsEmbedder
 
@@ -109,9 +108,9 @@ def ns(chroma: ChromaIndex) -> Iterator[str]:
 
 
 def outbox(
-    store: RedisStore, inner: Any, policy: Policy = DEFAULT_POLICY
+    store: RedisStore, inner: Any, settings: OutboxSettings | None = None
 ) -> OutboxIndex:
-    return OutboxIndex(inner, store.client, prefix=store.prefix, policy=policy)
+    return OutboxIndex(inner, store.client, prefix=store.prefix, outbox=settings)
 
 
 def keys(store: RedisStore, namespace: str) -> NamespaceKeys:
@@ -162,7 +161,7 @@ def wait_for(cond: Any, timeout: float = 30.0) -> None:
 
 
 def metadata_of(index: ChromaIndex, namespace: str, ids: list[str]) -> dict[str, Any]:
-    col = index._collection(namespace)
+    col = index._cols.get(namespace)
     got = col.get(ids=ids, include=["metadatas"])
     return dict(zip(got["ids"], got["metadatas"], strict=True))
 
@@ -274,9 +273,9 @@ def test_a_drainer_lingers_for_busy_workers_but_never_for_a_lone_writer(
     store: RedisStore, chroma: ChromaIndex, ns: str
 ) -> None:
     """With others writing (their entries queued beside its own), a drainer waits
-    `index_outbox_linger_seconds` so writes arriving meanwhile join its upsert; a writer
+    `OutboxSettings.linger_seconds` so writes arriving meanwhile join its upsert; a writer
     alone in the queue writes at once."""
-    slow = DEFAULT_POLICY.replace(index_outbox_linger_seconds=1.0)
+    slow = OutboxSettings(linger_seconds=1.0)
     counting = Counting(chroma)
     lone = outbox(store, counting, slow)
     t0 = time.monotonic()
@@ -326,7 +325,7 @@ def test_a_delete_queued_after_an_upsert_wins_and_the_reverse(
 def test_a_writer_waits_for_a_held_lease_then_reports_unavailable(
     store: RedisStore, chroma: ChromaIndex, ns: str
 ) -> None:
-    slow = outbox(store, chroma, DEFAULT_POLICY.replace(index_outbox_wait_seconds=0.3))
+    slow = outbox(store, chroma, OutboxSettings(wait_seconds=0.3))
     hold_lease(store, ns)
     t0 = time.monotonic()
     with pytest.raises(BackendUnavailable, match=r"not drained within 0\.3 s"):
@@ -450,7 +449,7 @@ def _die_while_draining(redis_url: str, chroma_url: str, prefix: str, ns: str, c
         store = RedisStore.from_url(redis_url, prefix=prefix)
         index = OutboxIndex(
             Stuck(ChromaIndex.server(chroma_url), claimed), store.client, prefix=prefix,
-            policy=DEFAULT_POLICY.replace(index_outbox_lease_seconds=1.0),
+            outbox=OutboxSettings(lease_seconds=1.0),
         )
         index.upsert(ns, [VectorItem(f"dead-{i}", unit(i)) for i in range(3)])
     except BaseException:
@@ -552,10 +551,10 @@ def test_open_engine_leaves_other_tiers_and_the_switch_alone(
         finally:
             engine.close()
 
-    off = DEFAULT_POLICY.replace(index_outbox=False)
+    off = OutboxSettings(enabled=False)
     assert isinstance(vectors_of(store=redis_url, vectors=chroma_server_url), OutboxIndex)
     assert isinstance(
-        vectors_of(store=redis_url, vectors=chroma_server_url, policy=off), ChromaIndex
+        vectors_of(store=redis_url, vectors=chroma_server_url, outbox=off), ChromaIndex
     )
     # an embedded index is each process's own: nothing to share
     assert isinstance(vectors_of(store=redis_url, vectors=tmp_path / "vec"), ChromaIndex)
@@ -584,3 +583,47 @@ def test_stats_show_what_waits_in_the_outbox(
         assert engine.stats(namespace=ns)["vectors"] == 1
     finally:
         engine.close()
+
+
+def test_settings_are_checked_on_construction() -> None:
+    assert OutboxSettings() == OutboxSettings(
+        enabled=True, batch=512, lease_seconds=10.0, linger_seconds=0.02, wait_seconds=120.0
+    )
+    OutboxSettings(linger_seconds=0.0)  # drains never wait for more: allowed
+    for bad in (
+        {"enabled": 1}, {"batch": 0}, {"batch": 2.5}, {"batch": True}, {"lease_seconds": 0},
+        {"wait_seconds": -1.0}, {"linger_seconds": -0.01}, {"lease_seconds": float("nan")},
+        {"wait_seconds": "60"},
+    ):
+        with pytest.raises(InvalidInput, match="invalid outbox settings"):
+            OutboxSettings(**bad)  # type: ignore[arg-type]
+
+
+class Bare:
+    """A vector index with none of the optional capabilities."""
+
+    def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None: ...
+
+    def query(self, namespace: str, vector: Any, k: int, where: Any = None) -> list[Any]:
+        return []
+
+    def similarities(self, namespace: str, vector: Any, ids: Sequence[str]) -> dict[str, float]:
+        return {}
+
+    def set_metadata(self, namespace: str, ids: Sequence[str], metadata: Any) -> None: ...
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> None: ...
+
+
+def test_the_outbox_offers_exactly_the_capabilities_of_its_index(
+    store: RedisStore, chroma: ChromaIndex
+) -> None:
+    assert not hasattr(OutboxIndex, "__getattr__")
+    full = outbox(store, chroma)
+    assert full.remote is True
+    for name in ("begin_query", "stored_vectors", "neighbors", "dimension"):
+        assert getattr(full, name) == getattr(chroma, name)
+    bare = outbox(store, Bare())
+    assert bare.remote is False
+    for name in ("begin_query", "stored_vectors", "neighbors", "dimension"):
+        assert getattr(bare, name) is None

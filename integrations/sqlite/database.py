@@ -1,0 +1,236 @@
+"""One SQLite file opened as a reverie store: refuse a foreign file, migrate, and run every
+read and write as one transaction on one shared connection.
+
+- WAL, and ``BEGIN IMMEDIATE`` for every write. WAL lets readers run while a writer
+  commits; taking the write lock at ``BEGIN`` (not at the first write) means a
+  read-modify-write such as a compare-and-set or an access count cannot interleave with
+  another process's, so no update is lost and no deadlock-by-upgrade happens.
+- A failure at any point of a write rolls it back, so the file is either as it was or fully
+  updated.
+- Opening never modifies a file that is not already a reverie store (or empty): a user who
+  points reverie at the wrong path keeps their data.
+- Thread-safe: one connection shared under a re-entrant lock, because sqlite3 connections
+  must not run two statements at once and the engine's async methods call in from worker
+  threads. Process-safe: WAL plus ``BEGIN IMMEDIATE`` with a busy timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from reverie.core.errors import BackendUnavailable, InvalidInput, SchemaTooNew, StoreCorrupt
+from reverie.integrations.sqlite.schema import (
+    MARKER_NAME,
+    MARKER_VALUE,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+)
+
+__all__ = ["Database", "chunks", "marks"]
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_BUSY_TIMEOUT_MS = 10_000
+# Well under SQLite's bound-parameter limit (999 on old builds), so IN (...) lists are safe.
+_CHUNK = 400
+
+T = TypeVar("T")
+
+
+def chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
+    """`items` in pieces small enough for one `IN (...)` list."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def marks(n: int) -> str:
+    """`?,?,...`: n placeholders for an `IN (...)` list."""
+    return ",".join("?" * n)
+
+
+class Database:
+    """The connection to one reverie SQLite file, and its transactions."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._memory = os.fspath(path) == ":memory:"
+        self._path = Path(os.fspath(path))
+        self.lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        if not self._memory:
+            self._check_file()
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(
+                os.fspath(path),
+                timeout=_BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+                check_same_thread=False,
+            )
+        except sqlite3.Error as e:
+            raise BackendUnavailable(
+                f"cannot open the reverie store at {self._path}: {e}; check the path and "
+                "its permissions"
+            ) from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            self._validate(conn)  # before anything that writes
+            if not self._memory:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise BackendUnavailable(
+                        f"SQLite refused WAL mode for {self._path} (got {mode!r}); put the "
+                        "store on a local file system"
+                    )
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            # forget is for privacy: freed bytes are zeroed, not left readable in the file
+            conn.execute("PRAGMA secure_delete = ON")
+            self._conn = conn
+            self._migrate()
+        except BaseException:
+            self._conn = None
+            conn.close()
+            raise
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    def corrupt(self, why: str) -> StoreCorrupt:
+        return StoreCorrupt(
+            f"{self._path} {why}. reverie did not modify it. Point reverie at another path "
+            "(a new file is created there), or restore the store from a backup."
+        )
+
+    # --- opening --------------------------------------------------------------------------
+
+    def _check_file(self) -> None:
+        """Reject a foreign file by its header before SQLite gets a chance to touch it."""
+        if self._path.is_dir():
+            raise InvalidInput(
+                f"{self._path} is a directory; pass a file path such as {self._path / 'reverie.db'}"
+            )
+        if not self._path.exists():
+            return
+        with self._path.open("rb") as f:
+            header = f.read(len(_SQLITE_HEADER))
+        if header and header != _SQLITE_HEADER:
+            raise self.corrupt("is not a SQLite database")
+
+    def _validate(self, conn: sqlite3.Connection) -> None:
+        """Read-only checks: empty file, reverie store of a known version, or refuse."""
+        try:
+            tables = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                )
+            }
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if not tables and version == 0:
+                return  # a new (or empty) file: migration 1 will create the schema
+            marker = None
+            if "meta" in tables:
+                try:
+                    row = conn.execute(
+                        "SELECT value FROM meta WHERE name = ?", (MARKER_NAME,)
+                    ).fetchone()
+                except sqlite3.OperationalError:  # someone else's `meta` table
+                    row = None
+                marker = row[0] if row else None
+        except sqlite3.DatabaseError as e:
+            raise self.corrupt(f"cannot be read as a SQLite database ({e})") from None
+        if marker != MARKER_VALUE:
+            raise self.corrupt("is a SQLite database of another application, not a reverie store")
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self._path} has store schema version {version}, but this reverie knows "
+                f"versions up to {SCHEMA_VERSION}: it was written by a newer reverie. Upgrade "
+                "reverie (pip install -U reverie) to open it; the file was not modified."
+            )
+        if version < 1:
+            raise self.corrupt("has a reverie marker but no schema version")
+
+    def _migrate(self) -> None:
+        with self.write() as conn:
+            # Re-read inside the write lock: another process may have migrated meanwhile.
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{self._path} was upgraded by a newer reverie to schema version "
+                    f"{version} while opening; upgrade reverie to open it"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[target - 1](conn)
+                conn.execute(f"PRAGMA user_version = {target}")
+
+    # --- transactions ---------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """The open connection (`BackendUnavailable` once closed)."""
+        if self._conn is None:
+            raise BackendUnavailable(
+                f"the reverie store at {self._path} is closed; open a new SQLiteStore"
+            )
+        return self._conn
+
+    def _translate(self, e: sqlite3.Error) -> Exception:
+        msg = str(e)
+        translated: Exception = e
+        if isinstance(e, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
+            translated = BackendUnavailable(
+                f"the reverie store at {self._path} stayed locked by another writer for more "
+                f"than {_BUSY_TIMEOUT_MS // 1000} s ({msg}); retry later"
+            )
+        elif "malformed" in msg or "not a database" in msg:
+            translated = self.corrupt(f"is damaged ({msg})")
+        return translated
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: all of the body or none of it."""
+        with self.lock:
+            conn = self.connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as e:
+                raise self._translate(e) from None
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._translate(exc) from None
+                raise
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read snapshot, so multi-statement reads (count, get_many) agree with themselves."""
+        with self.lock:
+            conn = self.connection()
+            try:
+                conn.execute("BEGIN")
+                try:
+                    yield conn
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise self._translate(e) from None
+
+    def close(self) -> None:
+        with self.lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

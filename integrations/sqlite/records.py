@@ -1,0 +1,162 @@
+"""The rows of one memory in the SQLite store: the record (JSON) with the columns lookups
+need, its entity rows, and the rules a commit checks (versions, one active copy of a text,
+one active version of a fact).
+
+The full record is stored as JSON (the one encoding in ``core.codec``); the few fields that
+lookups need are copied into indexed columns. Adding a field to ``Memory`` then needs no
+migration, only a new lookup does.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from reverie.core.errors import BackendUnavailable, ConflictError
+from reverie.core.models import Memory, Status
+from reverie.core.text import content_hash
+from reverie.integrations.sqlite.database import marks
+from reverie.integrations.sqlite.lexical import FullText
+from reverie.integrations.sqlite.schema import SEQ_MASK
+from reverie.integrations.store_values import check_version, micros
+
+__all__ = [
+    "Row", "check_unique_key", "check_unique_text", "delete", "put", "stored",
+]
+
+class Row:
+    """What commit needs to know about the stored version of a memory."""
+
+    __slots__ = ("active", "seq", "text", "version")
+
+    def __init__(self, seq: int, version: int, status: str, text: str) -> None:
+        self.seq = seq
+        self.version = version
+        self.active = status == Status.ACTIVE.value
+        self.text = text
+
+
+def stored(conn: sqlite3.Connection, ns: str, memory_id: str) -> Row | None:
+    row = conn.execute(
+        "SELECT seq, version, status, json_extract(record, '$.text') FROM memories "
+        "WHERE namespace = ? AND id = ?",
+        (ns, memory_id),
+    ).fetchone()
+    return None if row is None else Row(*row)
+
+
+def _two_active(conn: sqlite3.Connection, ns: str, where: str, value: str) -> list[str]:
+    """Up to two ids of active memories matching `where` (one `?`, bound to `value`)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT id FROM memories WHERE namespace = ? AND {where} "
+            "AND status = 'active' ORDER BY seq LIMIT 2",
+            (ns, value),
+        )
+    ]
+
+
+def check_unique_text(conn: sqlite3.Connection, ns: str, digest: str) -> None:
+    ids = _two_active(conn, ns, "content_hash = ? AND key IS NULL", digest)
+    if len(ids) > 1:
+        raise ConflictError(
+            f"namespace {ns!r} would hold two active memories with the same text "
+            f"({ids[0]!r} and {ids[1]!r}); fold the new source into the existing one "
+            "(find_by_hash) instead"
+        )
+
+
+def check_unique_key(conn: sqlite3.Connection, ns: str, key: str) -> None:
+    ids = _two_active(conn, ns, "key = ?", key)
+    if len(ids) > 1:
+        raise ConflictError(
+            f"namespace {ns!r} would hold two active versions of fact {key!r} "
+            f"({ids[0]!r} and {ids[1]!r}); re-read the fact (find_by_key) and supersede "
+            "or fold into the current version"
+        )
+
+
+def put(
+    conn: sqlite3.Connection, m: Memory, record: str, *, restore: bool,
+    fulltext: FullText, path: Path,
+) -> None:
+    """Write one memory's rows (record, lookup columns, full-text row, entities), checking
+    its version against the stored one unless it is a `restore` (an import: the record is
+    written as given)."""
+    ns = m.namespace
+    old = stored(conn, ns, m.id)
+    if not restore:
+        check_version(m, None if old is None else old.version)
+    columns = (
+        m.version,
+        m.status.value,
+        m.tier.value,
+        m.kind.value,
+        m.key,
+        content_hash(m.text),
+        micros(m.created_at),
+        micros(m.valid_since),
+        None if m.valid_to is None else micros(m.valid_to),
+        micros(m.updated_at or m.created_at),
+        record,
+    )
+    if old is None:
+        cur = conn.execute(
+            """
+            INSERT INTO memories (version, status, tier, kind, key, content_hash,
+                created_at, valid_from, valid_to, updated_at, record, namespace, id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            (*columns, ns, m.id),
+        )
+        seq = cur.lastrowid
+        assert seq is not None
+    else:
+        seq = old.seq
+        conn.execute(
+            """
+            UPDATE memories SET version = ?, status = ?, tier = ?, kind = ?, key = ?,
+                content_hash = ?, created_at = ?, valid_from = ?, valid_to = ?,
+                updated_at = ?, record = ?
+            WHERE seq = ?
+            """,
+            (*columns, seq),
+        )
+    if seq > SEQ_MASK:
+        raise BackendUnavailable(f"{path} holds more records than reverie supports")
+    # The lexical index follows the active set.
+    fulltext.follow(
+        conn, ns, seq,
+        was_indexed=old is not None and old.active,
+        same_text=old is not None and old.text == m.text,
+        active=m.is_active,
+        text=m.text,
+    )
+    conn.execute(
+        "DELETE FROM memory_entities WHERE namespace = ? AND memory_id = ?", (ns, m.id)
+    )
+    created = micros(m.created_at)
+    conn.executemany(
+        "INSERT INTO memory_entities (namespace, entity, memory_id, created_at) "
+        "VALUES (?, ?, ?, ?)",
+        [(ns, entity, m.id, created) for entity in sorted(m.entities)],
+    )
+
+
+def delete(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> int:
+    """Delete the records `ids` (one `IN` list's worth), their entity rows and every edge
+    touching them; the full-text rows are the caller's (`FullText.remove`). Returns how
+    many records were deleted."""
+    in_list = marks(len(ids))
+    deleted = conn.execute(
+        f"DELETE FROM memories WHERE namespace = ? AND id IN ({in_list})", (ns, *ids)
+    ).rowcount
+    conn.execute(
+        f"DELETE FROM memory_entities WHERE namespace = ? AND memory_id IN ({in_list})",
+        (ns, *ids),
+    )
+    conn.execute(f"DELETE FROM edges WHERE namespace = ? AND src IN ({in_list})", (ns, *ids))
+    conn.execute(f"DELETE FROM edges WHERE namespace = ? AND dst IN ({in_list})", (ns, *ids))
+    return int(deleted)
