@@ -312,7 +312,8 @@ class RecallPath:
                 continue
             # A retired version has left the lexical index (BM25 covers current texts), so
             # its relevance lacks the lexical half: its cosine stands for the whole.
-            c = c._replace(relevance=max(c.relevance, c.dense))
+            c = Candidate(c.id, c.dense, c.lexical, max(c.relevance, c.dense), c.hops, c.via,
+                          c.context)
             if best_possible(c.relevance, policy) >= cut:
                 olders[cid] = c
         known = dict(memories)
