@@ -191,8 +191,9 @@ class UpdatePolicy:
     # the bus"), the weak link needs this score: incidental cues ("use Ethernet instead
     # of Wi-Fi") come with new words too. A cue alone never retires anything.
     cue_only_score: float = _num(0.8)
-    # ...and the new text must be a statement of at most this many words.
-    plain_max_words: int = _num(20)
+    # A newer version is a statement of at most this many words: longer chat turns
+    # carry change words and names by the way (LoCoMo's false links were all longer).
+    max_words: int = _num(25)
     # Recall follows version links this many steps to the newest version (a step costs
     # one read of links and records, only when a candidate has versions).
     arbitration_hops: int = _num(6)

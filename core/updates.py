@@ -86,6 +86,11 @@ STRONG_CUE = re.compile(
     re.IGNORECASE,
 )
 
+STATE = re.compile(
+    r"\b(?:favou?rite|prefer(?:red|ence)?|usual(?:ly)?|current(?:ly)?)\b",
+    re.IGNORECASE,
+)
+
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -149,6 +154,7 @@ class Reading:
     question: bool  # a question asks, it states no value
     speaker: str | None = None  # "caroline" for "Caroline: ...", lower-cased
     strong_cue: bool = False
+    state: bool = False  # speaks of a preference or a standing state ("my favourite ...")
 
 
 def read(text: str) -> Reading:
@@ -187,7 +193,7 @@ def read(text: str) -> Reading:
     return Reading(
         {k: frozenset(v) for k, v in values.items()}, words, seq, cue,
         body.rstrip().endswith("?"), speaker_of(text),
-        cue and STRONG_CUE.search(body) is not None,
+        cue and STRONG_CUE.search(body) is not None, STATE.search(body) is not None,
     )
 
 
@@ -343,10 +349,10 @@ def judge(
     )
     own_words = new.words - old.words
     asks = new.question or old.question  # a question states no value to replace
-    # a value in plain words ("keto", "by bus") counts only in a short statement: long
-    # chat carries change words by the way ("I've been wanting to switch to ...")
-    plain = bool(own_words) and new.cue and len(new.sequence) <= p.plain_max_words
-    new_value = not asks and (bool(fresh_types) or plain)
+    # A change is told in a short statement; a long chat turn mixes several things, and
+    # its change words and names come by the way ("I've been wanting to switch to ...").
+    short = len(new.sequence) <= p.max_words
+    new_value = short and not asks and (bool(fresh_types) or (bool(own_words) and new.cue))
     contrast = _contrast(new, old, new.strong_cue)
     shared = tuple(sorted(new.words & old.words))
     # the turns before count only for an update that does not name its subject itself
@@ -363,7 +369,12 @@ def judge(
     # Never similarity alone: a change word, or an intro turn just before that names the
     # subject of an update that does not. A value that differs without either is as
     # likely a second event ("ran 5 km today") as a new version.
-    evidence = new.cue or (elliptical and context >= p.min_similarity)
+    # A preference or a standing state ("my favourite colour is ...", "I usually ...")
+    # holds one value at a time, so a new value of one is a new version as well.
+    evidence = (
+        new.cue or (elliptical and context >= p.min_similarity)
+        or (same_type is not None and new.state and old.state)
+    )
     if new_value and evidence and contrast is None and base >= p.min_similarity:
         if same_type is None:  # a cue and new words: outdated at most, on a higher bar
             if score >= p.cue_only_score:

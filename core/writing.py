@@ -221,8 +221,8 @@ class WritePath:
     ) -> tuple[dict[str, float], dict[str, float]] | None:
         """The earlier traces this one may be a newer version of: by its own cosine, and by
         the cosine of the intro turn just before it (for an elliptical update). Looked up
-        only when the judgement could link anything at all (a change word, or an
-        elliptical text after an intro turn), so a plain observe costs no query: the vector
+        only when the judgement could link anything at all (a change word, a preference,
+        or an elliptical text after an intro turn), so a plain observe costs no query: the vector
         index's nearest (those indexed) and this engine's recent turns (their vectors may
         still wait in the write-behind queue)."""
         policy = self.ctx.policy.updates
@@ -237,7 +237,7 @@ class WritePath:
                 if updates.introduces(r.reading)
                 and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
             ]
-        if not p.reading.cue and not context:
+        if not (p.reading.cue or p.reading.state or context):
             return None
         own = self._near(ns, vec, recent, ())
         lent: dict[str, float] = {}
