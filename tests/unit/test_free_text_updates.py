@@ -246,3 +246,22 @@ def test_arbitration_follows_a_chain_to_the_newest_version() -> None:
     past = arbitrate(ranked, {"a": cand}, memories, links, T0 + timedelta(days=1), Policy(),
                      lambda m: m.created_at <= T0 + timedelta(days=1))
     assert [r.memory.id for r in past.ranked] == ["a"] and not past.notes
+
+
+def test_a_preference_restated_with_a_new_value_is_a_new_version() -> None:
+    assert verdict("White is my favourite colour.", "My favourite colour is purple.", 0.8) is (
+        Verdict.OUTDATES
+    )
+    # a repeated event with another number is not (no change word, no preference)
+    assert verdict("The bowl I made for soup number 2 was chipped.",
+                   "The bowl I made for soup number 1 was chipped.", 0.95) is Verdict.NONE
+
+
+def test_a_long_chat_turn_is_no_newer_version() -> None:
+    old = "I live in Berlin, near the park."
+    long_turn = (
+        "Actually we moved to Lisbon, and honestly the whole week was a blur of boxes, "
+        "paperwork, late trains, new neighbours, strange noises and far too much coffee."
+    )
+    assert verdict(long_turn, old, 0.8) is Verdict.NONE
+    assert verdict("Actually we moved to Lisbon.", old, 0.8) is not Verdict.NONE
