@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import vector_sync
+from .arbitration import version_links
 from .codec import FORMAT_VERSION, edge_from_dict, edge_to_dict, memory_from_dict, memory_to_dict
 from .context import EngineContext
 from .errors import DimensionMismatch, InvalidInput, NotFound
@@ -71,6 +72,23 @@ class Admin:
     ) -> list[Memory]:
         ns = self.ctx.namespace(namespace)
         return self.ctx.store.find_by_key(ns, fact_key(parse_kind(kind), subject, predicate))
+
+    def versions(self, memory_id: str, namespace: str | None) -> list[Memory]:
+        """The versions of a free-text memory, oldest first: every memory reachable from
+        it over version links (supersessions and "updates" edges), either way."""
+        ns = self.ctx.namespace(namespace)
+        start = self.get(memory_id, ns)
+        found = {start.id: start}
+        frontier = [start.id]
+        while frontier:
+            links = version_links(self.ctx.store.edges(ns, frontier),
+                                  {i: found[i] for i in frontier})
+            new = sorted({n for i in frontier for n in links.get(i, ())} - found.keys())
+            if not new:
+                break
+            found.update(self.ctx.store.get_many(ns, new))
+            frontier = [i for i in new if i in found]
+        return sorted(found.values(), key=lambda m: (m.created_at, m.id))
 
     def stats(self, namespace: str | None) -> dict[str, Any]:
         ctx = self.ctx

@@ -31,6 +31,7 @@ from .clock import SystemClock
 from .consolidation import ConsolidationReport
 from .context import EngineContext
 from .deletion import GcReport
+from .errors import InvalidInput
 from .eviction import SweepReport
 from .extraction import ExtractionReport
 from .indexing import IndexWriter
@@ -337,13 +338,24 @@ class MemoryEngine:
 
     def history(
         self,
-        subject: str,
-        predicate: str,
+        subject: str | None = None,
+        predicate: str | None = None,
         *,
+        memory_id: str | None = None,
         namespace: str | None = None,
         kind: Kind | str = Kind.SEMANTIC,
     ) -> list[Memory]:
-        """Every version of a fact, oldest first: what was believed, and from when to when."""
+        """Every version of a fact, oldest first: what was believed, and from when to when.
+        A keyed fact is named by `subject` and `predicate`; a free-text memory by
+        `memory_id` (its versions are the traces linked to it as older or newer ones, each
+        newer one carrying in its metadata why it was judged one, under "reverie_update",
+        and each retired one why, under "reverie_superseded")."""
+        if memory_id is not None:
+            if subject is not None or predicate is not None:
+                raise InvalidInput("pass either subject and predicate, or memory_id")
+            return self._admin.versions(memory_id, namespace)
+        if subject is None or predicate is None:
+            raise InvalidInput("history needs a subject and a predicate, or a memory_id")
         return self._admin.history(subject, predicate, namespace, kind)
 
     # ------------------------------------------------------------------ consolidation (REM)

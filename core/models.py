@@ -46,6 +46,7 @@ class EdgeType(StrEnum):
     TEMPORAL = "temporal"
     DERIVED_FROM = "derived_from"
     SUPERSEDES = "supersedes"
+    UPDATES = "updates"  # src is a newer version of dst, which stays current but outranked
 
 
 # Namespaces become key prefixes (SQLite rows, Redis hash tags, Chroma collections):

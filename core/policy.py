@@ -2,8 +2,8 @@
 
 Nothing else in reverie hard-codes a number that changes behaviour; change it here and every
 component follows. The numbers are grouped as the lifecycle is (decay, importance, the
-funnel, retrieval, maintenance, background work), so a reader finds a knob beside its
-neighbours: `policy.retrieval.alpha`, `policy.decay.half_life_episodic_days`.
+funnel, free-text updates, retrieval, maintenance, background work), so a reader finds a
+knob beside its neighbours: `policy.retrieval.alpha`, `policy.decay.half_life_episodic_days`.
 
 Construction takes the groups (`Policy(retrieval=RetrievalPolicy(alpha=0.8))`) or, for
 convenience, any field by its own name (`Policy(alpha=0.8)`, `policy.replace(alpha=0.8)`):
@@ -33,6 +33,7 @@ __all__ = [
     "MaintenancePolicy",
     "Policy",
     "RetrievalPolicy",
+    "UpdatePolicy",
 ]
 
 # How a field is checked, beyond "a finite number >= 0" (the default for every number).
@@ -139,13 +140,69 @@ class FunnelPolicy:
     crystal_min_importance: float = _num(0.3, _UNIT)  # filler said 3 times stays a trace
     crystal_confidence: float = _num(0.90, _UNIT)
     crystal_importance: float = _num(0.80, _UNIT)
-    correction_similarity: float = _num(0.55, _UNIT)  # a correction supersedes a trace this similar
     entity_link_limit: int = _num(3)  # entity edges to the most recent memories sharing an entity
     max_text_chars: int = _num(8000, _POSITIVE)
     extraction_batch_size: int = _num(8, _POSITIVE)  # traces per LLM call of the fact extractor
 
     def __post_init__(self) -> None:
         _raise(_problems(self))
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePolicy:
+    """Free-text updates (core/updates.py): when a new trace is a newer version of an
+    earlier one, and how recall ranks the two. A false supersession hides a valid memory,
+    a missed one lets a stale value answer: the link has two strengths for that reason."""
+
+    detect_updates: bool = _num(True, _FLAG)  # False: observe never links versions
+    # Earlier traces considered per observe (one dense query, the turns just before it
+    # included). More finds paraphrased versions further down, at the cost of reads.
+    neighbours: int = _num(8)
+    # Below this cosine (of the texts, or of the turns just before the new one) nothing
+    # is linked: two texts this far apart speak of different things.
+    min_similarity: float = _num(0.3, _UNIT)
+    # The user's turn said just before an update counts as its context (an elliptical
+    # "it's 4:30 PM now" names its subject there): this many turns, within this many
+    # seconds. More turns reach further back, and lend subjects to unrelated updates.
+    context_turns: int = _num(1)
+    context_seconds: float = _num(600.0)
+    # ...and only for an update with at most this many content words of its own ("it's
+    # 4:30 PM now" has none): one that names its subject is judged by its own words.
+    elliptical_words: int = _num(0)
+    recent_turns: int = _num(16, _POSITIVE)  # recent traces per namespace kept for context
+    # score = max(similarity, context) + the bonuses below. A value of the same type
+    # replaced (a city by a city) is the strongest evidence; a cue word is weak evidence
+    # (incidental "actually"); each shared content word (up to 3) a little.
+    same_type_bonus: float = _num(0.15)
+    cue_bonus: float = _num(0.1)
+    # ...and a word that says outright a value was replaced ("moved", "switched", "no
+    # longer") this much more: "we moved to Lisbon" and "I live in Berlin" share few words.
+    strong_cue_bonus: float = _num(0.05)
+    shared_word_bonus: float = _num(0.03)
+    # At this score the older is marked "possibly outdated": it stays current but ranks
+    # below the newer. Lower links more versions, and more look-alikes by mistake.
+    outdate_score: float = _num(0.6)
+    # At this score, with a same-type value change and a cue, the older is retired
+    # (superseded); without a cue it is only outdated ("ran 5 km today" after "ran 3 km
+    # today" is a second event). Higher retires less by mistake and leaves more to the
+    # weak link.
+    supersede_score: float = _num(0.85)
+    # With no typed value changed (a cue and words of its own: "I changed my commute to
+    # the bus"), the weak link needs this score: incidental cues ("use Ethernet instead
+    # of Wi-Fi") come with new words too. A cue alone never retires anything.
+    cue_only_score: float = _num(0.8)
+    # A newer version is a statement of at most this many words: longer chat turns
+    # carry change words and names by the way (LoCoMo's false links were all longer).
+    max_words: int = _num(25)
+    # Recall follows version links this many steps to the newest version (a step costs
+    # one read of links and records, only when a candidate has versions).
+    arbitration_hops: int = _num(6)
+
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if not problems and self.outdate_score > self.supersede_score:
+            problems.append("outdate_score must not exceed supersede_score")
+        _raise(problems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +336,7 @@ _GROUPS: dict[str, type] = {
     "retrieval": RetrievalPolicy,
     "maintenance": MaintenancePolicy,
     "background": BackgroundPolicy,
+    "updates": UpdatePolicy,
 }
 # flat field name -> its group
 _FIELD_GROUP: dict[str, str] = {
@@ -295,11 +353,15 @@ _MOVED: dict[str, str] = {
         "index_outbox_linger_seconds", "index_outbox_wait_seconds",
     )
 }
+_MOVED["correction_similarity"] = (
+    "free-text updates are judged by several signals, not one similarity: see "
+    "Policy.updates (min_similarity, outdate_score, supersede_score)"
+)
 
 
 @dataclass(frozen=True, slots=True, init=False)
 class Policy:
-    """Every tunable number of the lifecycle, in six named groups (see the module docstring)."""
+    """Every tunable number of the lifecycle, in seven named groups (see the module docstring)."""
 
     decay: DecayPolicy
     importance: ImportancePolicy
@@ -307,6 +369,7 @@ class Policy:
     retrieval: RetrievalPolicy
     maintenance: MaintenancePolicy
     background: BackgroundPolicy
+    updates: UpdatePolicy
 
     groups: ClassVar[tuple[str, ...]] = tuple(_GROUPS)
 
@@ -319,11 +382,13 @@ class Policy:
         retrieval: RetrievalPolicy | None = None,
         maintenance: MaintenancePolicy | None = None,
         background: BackgroundPolicy | None = None,
+        updates: UpdatePolicy | None = None,
         **fields: float | int | bool,
     ) -> None:
         given: dict[str, Any] = {
             "decay": decay, "importance": importance, "funnel": funnel,
             "retrieval": retrieval, "maintenance": maintenance, "background": background,
+            "updates": updates,
         }
         changes = _by_group(fields)
         for name, cls in _GROUPS.items():

@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 
+from .arbitration import Arbitration, arbitrate, version_links
 from .clock import utc
 from .context import EngineContext
 from .errors import InvalidInput
@@ -121,7 +122,10 @@ class RecallPath:
             ns, req, qvec, dense, side, asked, context
         )
         ranked = self._expand(ns, ranked, candidates, memories, req)
-        hits = self._hits(ns, ranked[: max(req.k, 1)], side.degrees, req.when)
+        settled = self._arbitrate(ns, ranked, candidates, memories, req)
+        hits = self._hits(
+            ns, settled.ranked[: max(req.k, 1)], side.degrees, req.when, settled.notes
+        )
         tokens = None
         if req.token_budget is not None:
             assert self.ctx.token_counter is not None
@@ -283,8 +287,66 @@ class RecallPath:
         memories.update(self.ctx.read(namespace, missing))
         return rank(known, memories, req.when, policy, req.admit)
 
+    def _arbitrate(
+        self,
+        ns: str,
+        ranked: list[Ranked],
+        candidates: Mapping[str, Candidate],
+        memories: dict[str, Memory],
+        req: RecallRequest,
+    ) -> Arbitration:
+        """Newer versions above older ones (core/arbitration.py). The older versions
+        looked at: the ranked memories that can reach the top k, and the retired ones
+        among the candidates that could have (their newest version inherits their
+        relevance). Their version links are read in one call per step of a chain."""
+        policy = self.ctx.policy
+        hops = policy.updates.arbitration_hops
+        if hops <= 0 or not ranked:
+            return Arbitration(ranked, {})
+        window = ranked[: req.k + policy.retrieval.expansion_seeds]
+        cut = ranked[req.k - 1].score if len(ranked) >= req.k else 0.0
+        olders: dict[str, Candidate] = {r.memory.id: r.candidate for r in window}
+        for cid, m in memories.items():
+            c = candidates.get(cid)
+            if cid in olders or m.superseded_by is None or c is None:
+                continue
+            # A retired version has left the lexical index (BM25 covers current texts), so
+            # its relevance lacks the lexical half: its cosine stands for the whole.
+            c = Candidate(c.id, c.dense, c.lexical, max(c.relevance, c.dense), c.hops, c.via,
+                          c.context)
+            if best_possible(c.relevance, policy) >= cut:
+                olders[cid] = c
+        known = dict(memories)
+        links = version_links(self.ctx.store.edges(ns, list(olders)),
+                              {i: known[i] for i in olders if i in known})
+        seen = set(olders)
+        frontier = {n for i in olders for n in links.get(i, ())} - seen
+        for step in range(hops):
+            if not frontier:
+                break
+            missing = [i for i in frontier if i not in known]
+            if missing:
+                known.update(self.ctx.read(ns, missing))
+            seen |= frontier
+            if step == hops - 1:
+                break
+            more = version_links(self.ctx.store.edges(ns, list(frontier)),
+                                 {i: known[i] for i in frontier if i in known})
+            for k, v in more.items():
+                links.setdefault(k, set()).update(v)
+            frontier = {n for i in frontier for n in more.get(i, ())} - seen
+        if not any(i in links for i in olders):
+            return Arbitration(ranked, {})
+        return arbitrate(ranked, olders, known, links, req.when, policy, req.admit,
+                         chains=req.include_history)
+
     def _hits(
-        self, ns: str, top: list[Ranked], known_degrees: dict[str, int], when: datetime
+        self,
+        ns: str,
+        top: list[Ranked],
+        known_degrees: dict[str, int],
+        when: datetime,
+        notes: Mapping[str, str] | None = None,
     ) -> list[Hit]:
         """Each ranked memory with every term of its score (the degrees read along the
         way are reused; the rest are read in one call)."""
@@ -307,6 +369,7 @@ class RecallPath:
                     hops=r.candidate.hops,
                     via=r.candidate.via,
                     context=r.candidate.context,
+                    note=(notes or {}).get(r.memory.id),
                 ),
             )
             for r in top

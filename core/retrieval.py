@@ -35,6 +35,9 @@ class Explanation:
     hops: int  # 0 = direct hit, n = reached over n graph edges
     via: str | None = None  # the memory it was reached from, when hops > 0
     context: float = 0.0  # relevance lent by strong matches observed at about the same time
+    # a newer version placed above an older one (core/arbitration.py), or an older one
+    # placed below its newer version: which, and when the newer was observed
+    note: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -48,6 +51,7 @@ class Explanation:
             "hops": self.hops,
             "via": self.via,
             "context": round(self.context, 4),
+            "note": self.note,
         }
 
 

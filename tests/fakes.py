@@ -255,7 +255,7 @@ class InMemoryVectorIndex:
     ) -> list[VectorHit]:
         space = self._items.get(namespace, {})
         hits = []
-        for i, (v, meta) in space.items():
+        for i, (v, meta) in list(space.items()):
             if where and any(meta.get(a) != b for a, b in where.items()):
                 continue
             sim = float(np.dot(v, vector) / (np.linalg.norm(v) * np.linalg.norm(vector) + 1e-12))

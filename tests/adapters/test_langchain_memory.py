@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reverie.adapters.langchain.memory import ReverieMemory
-from reverie.core import InvalidInput
+from reverie.core import InvalidInput, ManualClock
 from reverie.core.engine import MemoryEngine
 from tests.adapters.langchain_support import real_engine
 
@@ -121,3 +121,25 @@ def test_return_messages_gives_chat_messages_in_order(engine: MemoryEngine) -> N
         return list(loaded["history"])
 
     assert [type(m) for m in asyncio.run(aload())] == [SystemMessage, HumanMessage, AIMessage]
+
+
+def test_a_change_told_in_the_chat_puts_the_new_value_first(engine: MemoryEngine) -> None:
+    mem = ReverieMemory(engine=engine, session_id="s1", k=3)
+    mem.save_context({"input": "My gym membership costs $45 a month"}, {"output": "Got it."})
+    clock = engine.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(days=30)
+    mem.save_context(
+        {"input": "Heads up, my gym membership went up to $60 a month"},
+        {"output": "Actually, that is still cheaper than most gyms."},
+    )
+    question = "how much does my gym membership cost?"
+    # recall ranks the newer version first; the transcript keeps the order it was said in,
+    # so the newer value is the last word on it
+    assert engine.recall(question, k=3, reinforce=False)[0].text.startswith("Human: Heads up")
+    lines = mem.load_memory_variables({"input": question})["history"].splitlines()
+    new = [i for i, line in enumerate(lines) if line.endswith("went up to $60 a month")]
+    old = [i for i, line in enumerate(lines) if line.endswith("costs $45 a month")]
+    assert new and all(i < new[0] for i in old)
+    # the AI's "actually" retired nothing
+    assert all(m.is_active for m in engine.memories() if m.text.startswith("Human: Heads"))

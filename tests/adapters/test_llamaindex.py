@@ -469,3 +469,19 @@ def test_block_on_the_redis_tier(redis_url: str, tmp_path: Path) -> None:
     finally:
         e.forget_namespace(ns)
         e.close()
+
+
+def test_a_change_told_in_the_chat_puts_the_new_value_first(engine: MemoryEngine) -> None:
+    block = ReverieMemoryBlock(engine=engine, k=2)
+    clock = engine.clock
+    assert isinstance(clock, ManualClock)
+    run(block.aput([msg("user", "My dentist check-up is on Tuesday at 9:15 AM."),
+                    msg("assistant", "Noted, Tuesday at 9:15 AM.")]))
+    clock.advance(days=12)
+    run(block.aput([msg("user", "About the dentist."), msg("assistant", "Sure, tell me.")]))
+    clock.advance(seconds=40)
+    run(block.aput([msg("user", "It's Friday at 4:30 PM now."),
+                    msg("assistant", "Actually, Friday afternoons are busy; go early.")]))
+    content = run(block.aget([msg("user", "When is my dentist check-up on Tuesday?")]))
+    assert isinstance(content, str)
+    assert content.split("\n")[1].endswith("user: It's Friday at 4:30 PM now.")

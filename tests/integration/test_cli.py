@@ -112,7 +112,9 @@ def test_demo_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
     assert "Maya has a dog named Pixel" in s["crystals"]
     assert s["tiers"]["Maya lives in Berlin"] == "unit"
-    assert any("vegan" in c["by"] and "vegetarian" in c["superseded"] for c in s["corrections"])
+    # the diet changed in plain words (vegetarian -> vegan): the older statement is marked
+    # possibly outdated and ranks below, not retired (the diet question answers vegan)
+    assert all("vegetarian" not in c["superseded"] for c in s["corrections"])
 
     decay = s["decay"]
     trivial = decay["trivial"]

@@ -69,15 +69,23 @@ def test_paraphrase_recall_supersession_and_promotion(engine: MemoryEngine) -> N
     assert crystal.tier is Tier.CRYSTAL
 
 
-def test_correction_in_free_text_supersedes_on_real_embeddings(engine: MemoryEngine) -> None:
+def test_a_change_in_free_text_ranks_first_on_real_embeddings(engine: MemoryEngine) -> None:
     before = engine.observe("user: I drink oat milk in my coffee")
     engine.observe("user: my favourite band is Radiohead")
     clock(engine).advance(days=2)
     after = engine.observe("user: actually I switched to almond milk in my coffee")
-    assert engine.get(before.id).status is Status.SUPERSEDED
-    assert engine.get(before.id).superseded_by == after.id
+    # a plain-word value changed with a change word: possibly outdated, not retired
+    assert engine.get(before.id).is_active
     ids = [h.id for h in engine.recall("what milk does the user take?", k=5)]
-    assert after.id in ids and before.id not in ids
+    assert ids[0] == after.id and before.id in ids
+    # a typed value (a city) replaced with a change word retires the older statement
+    home = engine.observe("user: I live in Leeds, near the canal")
+    clock(engine).advance(days=30)
+    moved = engine.observe("user: Actually I live in York now, near the canal")
+    assert engine.get(home.id).status is Status.SUPERSEDED
+    assert engine.get(home.id).superseded_by == moved.id
+    ids = [h.id for h in engine.recall("where does the user live?", k=5)]
+    assert moved.id in ids and home.id not in ids
 
 
 def test_decay_over_weeks_and_reinforcement(engine: MemoryEngine) -> None:

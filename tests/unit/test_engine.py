@@ -90,18 +90,29 @@ def test_confirm_and_pin(engine: MemoryEngine) -> None:
         engine.confirm("nope")
 
 
-def test_correction_language_supersedes_free_text(engine: MemoryEngine) -> None:
-    old = engine.observe("I drink oat milk in my coffee every morning")
+def test_a_changed_value_told_in_free_text_supersedes(engine: MemoryEngine) -> None:
+    old = engine.observe("I live in Berlin, close to the big park")
     clock(engine).advance(days=3)
-    new = engine.observe("Actually I switched to almond milk in my coffee every morning")
+    new = engine.observe("Actually I live in Lisbon now, close to the big park")
     assert engine.get(old.id).status is Status.SUPERSEDED
     assert engine.get(old.id).superseded_by == new.id
-    ids = [h.id for h in engine.recall("what milk in my coffee", reinforce=False)]
+    ids = [h.id for h in engine.recall("where do I live", reinforce=False)]
     assert new.id in ids and old.id not in ids
-    # an unrelated correction does not supersede anything
+    # a cue in an unrelated text does not supersede anything
     other = engine.observe("I enjoy hiking in the Alps")
     engine.observe("Actually the meeting is on Tuesday")
     assert engine.get(other.id).is_active
+
+
+def test_a_changed_plain_word_outdates_without_retiring(engine: MemoryEngine) -> None:
+    old = engine.observe("I drink oat milk in my coffee every morning")
+    clock(engine).advance(days=3)
+    new = engine.observe("I switched to almond milk in my coffee every morning")
+    assert engine.get(old.id).is_active  # no typed value changed: outdated, not retired
+    hits = engine.recall("what milk do I drink in my coffee", reinforce=False)
+    ids = [h.id for h in hits]
+    assert ids.index(new.id) < ids.index(old.id)
+    assert "newer version of" in (hits[ids.index(new.id)].explanation.note or "")
 
 
 def test_decay_floor_hides_faded_memories_but_not_pins_or_crystals() -> None:

@@ -99,13 +99,13 @@ def test_vectors_queued_together_are_written_in_few_calls_in_order() -> None:
     engine.close()
 
 
-def test_a_correction_finds_and_restatuses_a_target_still_queued() -> None:
+def test_an_update_finds_and_restatuses_a_target_still_queued() -> None:
     index = GatedIndex()
     engine = engine_with(index)
     index.gate.clear()
-    old = engine.observe("I drink oat milk in my coffee every morning")
+    old = engine.observe("I live in Berlin, close to the big park")
     threading.Timer(0.2, index.gate.set).start()
-    new = engine.observe("Actually I switched to almond milk in my coffee every morning")
+    new = engine.observe("Actually I live in Lisbon now, close to the big park")
     assert engine.get(old.id).superseded_by == new.id
     engine.flush()
     hits = index.query("default", engine.embedder.embed([old.text])[0], 5,

@@ -1,0 +1,155 @@
+"""Recall arbitration: when the candidates hold two versions of one thing, the newer wins.
+
+A question often reuses the words of the old message ("which city do I live in?" after
+"I live in Berlin", while the update says only "we moved to Lisbon"), so relevance alone
+ranks the stale version first, and after weeks decay no longer separates the two. The
+write path links versions (core/updates.py): a supersession (the older is retired) or an
+"updates" edge (the older stays current, possibly outdated). Versions linked to versions
+are versions of one thing. Here, for every older version among the candidates, the
+newest version of its group is pulled in with at least the older one's relevance and
+placed above it, with an explanation that says so. Pure: the recall path reads the
+links and records, this decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from .models import Edge, EdgeType, Memory
+from .policy import Policy
+from .retrieval import Candidate, Ranked
+from .scoring import decay_score, final_score
+
+# A newer version is placed just above the older one it replaces when its own score
+# would not be higher; this only orders two scores, it weighs nothing.
+_ABOVE = 1e-9
+_SNIPPET = 60  # characters of the older text quoted in an explanation
+
+VERSION_EDGES = (EdgeType.SUPERSEDES, EdgeType.UPDATES)
+
+
+@dataclass(frozen=True, slots=True)
+class Arbitration:
+    """The ranking after arbitration, and a note per memory it moved or annotated."""
+
+    ranked: list[Ranked]
+    notes: dict[str, str]
+
+
+def version_links(
+    edges: Iterable[Edge], memories: Mapping[str, Memory]
+) -> dict[str, set[str]]:
+    """id -> the ids it shares a version link with, either way (version edges and
+    superseded_by): versions of one thing form a connected group."""
+    out: dict[str, set[str]] = {}
+
+    def join(a: str, b: str) -> None:
+        out.setdefault(a, set()).add(b)
+        out.setdefault(b, set()).add(a)
+
+    for e in edges:
+        if e.type in VERSION_EDGES:
+            join(e.src, e.dst)
+    for m in memories.values():
+        if m.superseded_by is not None:
+            join(m.id, m.superseded_by)
+    return out
+
+
+def newest(
+    start: str,
+    links: Mapping[str, set[str]],
+    memories: Mapping[str, Memory],
+    admit: Callable[[Memory], bool],
+    hops: int,
+) -> tuple[Memory, list[Memory]] | None:
+    """The newest admissible version within `hops` links of `start` (a version of a
+    version is a version of the same thing), newer than `start`, and every version
+    found, oldest first; None when there is no newer one."""
+    origin = memories.get(start)
+    if origin is None:
+        return None
+    group = {start: origin}
+    frontier = [start]
+    for _ in range(hops):
+        nxt = []
+        for mid in frontier:
+            for nid in sorted(links.get(mid, ())):
+                m = memories.get(nid)
+                if nid not in group and m is not None:
+                    group[nid] = m
+                    nxt.append(nid)
+        frontier = nxt
+        if not frontier:
+            break
+    chain = sorted(group.values(), key=lambda m: (m.created_at, m.id))
+    later = [m for m in chain if admit(m) and (m.created_at, m.id) > (
+        origin.created_at, origin.id)]
+    if not later:
+        return None
+    return later[-1], chain
+
+
+def arbitrate(
+    ranked: list[Ranked],
+    candidates: Mapping[str, Candidate],
+    memories: Mapping[str, Memory],
+    links: Mapping[str, set[str]],
+    when: datetime,
+    policy: Policy,
+    admit: Callable[[Memory], bool],
+    chains: bool = False,
+) -> Arbitration:
+    """Place each older version's newest version above it.
+
+    `ranked` is the ranking so far; `candidates` every candidate with its relevance
+    (a retired older version is a candidate though it cannot be a hit: its relevance is
+    what the question says about the thing, and the newest version inherits it);
+    `memories` holds the records of the candidates and of the versions linked to them.
+    With `chains`, a newer version's note lists every version, oldest first."""
+    hops = policy.updates.arbitration_hops
+    by_id = {r.memory.id: r for r in ranked}
+    notes: dict[str, str] = {}
+    olders = sorted(
+        (cid for cid in candidates if cid in links and cid in memories),
+        key=lambda cid: -candidates[cid].relevance,
+    )
+    for old_id in olders:
+        found = newest(old_id, links, memories, admit, hops)
+        if found is None:
+            continue
+        new, chain = found
+        old = memories[old_id]
+        old_cand = candidates[old_id]
+        old_rank = by_id.get(old_id)
+        cur = by_id.get(new.id)
+        rel = max(old_cand.relevance, cur.candidate.relevance if cur else 0.0)
+        decay = cur.decay if cur else decay_score(new, when, policy)
+        score = final_score(rel, decay, policy)
+        if cur is not None:
+            score = max(score, cur.score)
+        if old_rank is not None and score <= old_rank.score:
+            score = old_rank.score + _ABOVE
+        base = cur.candidate if cur is not None else Candidate(new.id, 0.0, 0.0, rel)
+        cand = Candidate(
+            new.id, base.dense, base.lexical, rel, base.hops, base.via, base.context
+        )
+        by_id[new.id] = Ranked(new, cand, decay, score)
+        snippet = old.text if len(old.text) <= _SNIPPET else old.text[: _SNIPPET - 1] + "…"
+        note = (
+            f"newer version of {old.id} (\"{snippet}\"), observed {new.created_at:%Y-%m-%d}"
+        )
+        if chains and len(chain) > 1:
+            note += "; versions oldest to newest: " + " -> ".join(
+                f"[{m.created_at:%Y-%m-%d}] {m.text}" for m in chain
+            )
+        notes.setdefault(new.id, note)
+        if old_rank is not None:
+            notes.setdefault(
+                old_id,
+                f"older version: {new.id} is newer, observed {new.created_at:%Y-%m-%d}",
+            )
+    out = sorted(by_id.values(), key=lambda r: (-r.score, r.memory.id))
+    return Arbitration(out, notes)

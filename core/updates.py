@@ -1,0 +1,387 @@
+"""Free-text update detection: is a new trace a newer version of an earlier one?
+
+An agent tells reverie that a fact changed in plain words ("we finally moved to Lisbon",
+"the deadline was extended to May 20", or, a few turns after "About my pay.", just
+"Raised to $118,000"). No LLM runs on the write path, so the judgement is made from cheap
+signals, each recorded so a user can see why a memory was retired or marked outdated:
+
+- similarity: the cosine of the two texts' embeddings (the write path has both already);
+- context: the best cosine of the turns said just before the new one (same namespace,
+  within a few minutes) to the earlier trace, since an elliptical update names its
+  subject there and not in itself;
+- new value: the new text states a value the earlier one does not hold (a number, an
+  amount, a time, a date, a version, a colour, a name), or, for values that are plain
+  words ("keto", "by bus"), content words of its own;
+- same type: the values that differ are of one type on both sides (a city for a city,
+  an amount for an amount), the strongest sign that one replaces the other;
+- cue: change words ("no longer", "moved to", "from now on", "raised to"): one signal among
+  several, never enough alone;
+- contrast: each text qualifies a shared word differently ("marketing budget" and
+  "travel budget", "my sister lives" and "my brother lives"): two look-alike facts, not
+  two versions of one, so no link at all.
+
+Who spoke matters too: an assistant's words never retire anything (they echo, advise and
+say "actually" for politeness), and an assistant's words are not linked as versions.
+
+The verdict is one of three: no link, "outdates" (the older memory stays current but
+ranks below the newer one at recall) or "supersedes" (the older one is retired, and
+`as_of` still finds it). Thresholds live in `Policy.updates`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .policy import Policy
+from .text import STOP_WORDS, porter_stem, strip_speaker
+
+# Speaker prefixes and metadata roles that mark an assistant's words.
+_ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool", "agent"])
+_SPEAKER_PREFIX = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}):\s")
+_ROLE_KEYS = ("role", "speaker", "type")
+
+
+def is_assistant(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
+    """Did an assistant (or the system, or a tool) say this? Read from the metadata's
+    role, as the LlamaIndex block records it, else from a speaker prefix ("AI: ",
+    "assistant: ") as the LangChain memory and most chat logs write it."""
+    for key in _ROLE_KEYS:
+        role = (metadata or {}).get(key)
+        if isinstance(role, str) and role.strip():
+            return role.strip().casefold() in _ASSISTANT_NAMES
+    m = _SPEAKER_PREFIX.match(text)
+    return m is not None and m.group(1).strip().casefold() in _ASSISTANT_NAMES
+
+
+# Change words. Incidental uses ("color correction", "instead of Wi-Fi") are why a cue is
+# one signal among several and never sufficient.
+CUE = re.compile(
+    r"(?:^|[.!?;,:]\s*|\b(?:oh|sorry|no|wait|well),?\s+)actually\b|"  # not "I've actually"
+    r"\b(?:no longer|not anymore|isn'?t .{1,40}? any ?more|"
+    r"(?:switched|changed|moved|upgraded|raised|increased|extended|rescheduled)"
+    r"(?: \w+){0,3} (?:to|for)|"
+    r"(?:downgraded|decreased|lowered|shortened|adjusted|improved|reduced|bumped|pushed|"
+    r"updated|went up|went down|traded it in) (?:to|for)|"
+    r"now it'?s|(?:it'?s|is|are) now|from now on|"
+    r"these days|new (?:\w+ ){0,2}(?:is|are)|my new \w+ is|our new \w+ is|"
+    r"i was wrong|scratch that|sorry,? (?:actually|i meant)|got changed|has changed|"
+    r"have changed|went with|for the record|just so you know|heads up|make that|"
+    r"going forward|as of (?:now|today))\b"
+    r"|\b(?:it'?s|is|are) \w+(?: \w+)? now[.!]?$",  # "It's French now."
+    re.IGNORECASE,
+)
+
+# Change words that say outright that a value was replaced; "actually" or "for the record"
+# only announce. With one of these, two texts that qualify a shared word apart ("oat milk",
+# then "switched to almond milk") are versions of one thing, not look-alikes.
+STRONG_CUE = re.compile(
+    r"\b(?:no longer|not anymore|any ?more|switched|changed|moved|from now on|instead of|"
+    r"replaced|went with|upgraded|traded it in)\b",
+    re.IGNORECASE,
+)
+
+STATE = re.compile(
+    r"\b(?:favou?rite|prefer(?:red|ence)?|usual(?:ly)?|current(?:ly)?)\b",
+    re.IGNORECASE,
+)
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_COLOURS = (
+    "red|orange|yellow|green|blue|purple|violet|indigo|pink|brown|black|white|grey|gray|"
+    "beige|tan|cyan|khaki|cream|magenta|silver|gold|teal|navy|maroon|olive|turquoise|"
+    "lavender|crimson|amber|coral|lilac|mint|burgundy|charcoal"
+)
+# Typed values, most specific first: a span claimed by one type is masked for the rest.
+_VALUE_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("money", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s?[kKmM]?\b|\b\d[\d,]*(?:\.\d+)?\s?"
+                         r"(?:dollars|euros|pounds|usd|eur|gbp)\b", re.IGNORECASE)),
+    ("time", re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\bnoon\b|"
+                        r"\bmidnight\b|\b(?:mornings?|afternoons?|evenings?|nights?|"
+                        r"lunchtimes?)\b", re.IGNORECASE)),
+    ("date", re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|"
+                        rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+                        rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_WEEKDAY}s?\b|"
+                        rf"\bweek(?:day|end)s?\b",
+                        re.IGNORECASE)),
+    ("version", re.compile(r"\bv?\d+\.\d+(?:\.\d+)*\b", re.IGNORECASE)),
+    ("number", re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")),
+    ("colour", re.compile(rf"\b(?:{_COLOURS})\b", re.IGNORECASE)),
+)
+_TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
+_NAME = re.compile(rf"\b(?:{_TITLE}\s+)?[A-Z][\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
+_VOCATIVE_BEFORE = re.compile(
+    r"\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yeah|oh|aw+|ha+|bye|dear),?\s*$",
+    re.IGNORECASE,
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\(\s*|\"\s*)$")
+_WORD = re.compile(r"[a-z][a-z'-]*")
+# Words that carry the change or the chat, not the attribute or its value.
+_NOISE_WORDS = frozenset(
+    """
+    actually now new old no longer anymore any more still currently today recently
+    just really also oh ok okay so well heads up fyi btw sorry update changed change
+    switched moved got get gets going went finally instead things thing it's its isn't
+    is'nt s t there's that's i'm i've we're we've i'd we'd know mean meant said says
+    say upgraded downgraded increased decreased raised lowered extended shortened
+    rescheduled adjusted improved reduced bumped pushed dropped updated traded replaced
+    record
+    """.split()  # noqa: SIM905
+)
+
+
+def _stem(w: str) -> str:
+    return porter_stem(w.strip("'-"))
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the update signals need from one text, computed once per text."""
+
+    values: Mapping[str, frozenset[str]]  # type -> normalised values
+    words: frozenset[str]  # stemmed content words, values and noise removed
+    sequence: tuple[str, ...]  # the lower-cased words in order (for contrast)
+    cue: bool
+    question: bool  # a question asks, it states no value
+    speaker: str | None = None  # "caroline" for "Caroline: ...", lower-cased
+    strong_cue: bool = False
+    state: bool = False  # speaks of a preference or a standing state ("my favourite ...")
+
+
+def read(text: str) -> Reading:
+    """The values, content words and cue of one text (speaker prefix dropped)."""
+    body = strip_speaker(text)
+    masked = body
+    values: dict[str, set[str]] = {}
+    for kind, pattern in _VALUE_TYPES:
+        for m in pattern.finditer(masked):
+            values.setdefault(kind, set()).add(_norm_value(m.group(0)))
+        masked = pattern.sub(" ", masked)
+    for m in _NAME.finditer(masked):
+        if _VOCATIVE_BEFORE.search(masked[: m.start()]) or masked[m.end() : m.end() + 1] == "!":
+            continue  # "Thanks, Mel!", "Hey Gina": who is spoken to, not a value
+        if _SENTENCE_START.search(masked[: m.start()]):
+            # a sentence's first word is capitalised anyway; keep the rest of the run
+            rest = m.group(0).split(None, 1)
+            if len(rest) < 2:
+                continue
+            name = rest[1]
+        else:
+            name = m.group(0)
+        parts = _norm_value(name).split()
+        while parts and parts[0] in STOP_WORDS:  # "The National" is "national"
+            parts = parts[1:]
+        if parts:
+            values.setdefault("name", set()).add(" ".join(parts))
+    low = masked.casefold()
+    names = {w for v in values.get("name", ()) for w in v.split()}
+    seq = tuple(w.strip("'-") for w in _WORD.findall(low))
+    words = frozenset(
+        _stem(w) for w in seq
+        if w not in STOP_WORDS and w not in _NOISE_WORDS and w not in names and len(w) > 1
+    )
+    cue = CUE.search(body) is not None
+    return Reading(
+        {k: frozenset(v) for k, v in values.items()}, words, seq, cue,
+        body.rstrip().endswith("?"), speaker_of(text),
+        cue and STRONG_CUE.search(body) is not None, STATE.search(body) is not None,
+    )
+
+
+def speaker_of(text: str) -> str | None:
+    """The speaker a prefix names ("Caroline: ..." -> "caroline"), if any."""
+    body = strip_speaker(text)
+    if body == text.strip():
+        return None
+    return text.strip()[: len(text.strip()) - len(body)].rstrip(": \t").casefold()
+
+
+def _without_names(r: Reading, participants: frozenset[str]) -> Reading:
+    names = r.values.get("name")
+    if not names:
+        return r
+    kept = frozenset(
+        n for n in names
+        if not any(p == n or p.startswith(n.split()[0]) for p in participants)
+    )
+    values = {k: v for k, v in r.values.items() if k != "name"}
+    if kept:
+        values["name"] = kept
+    return dataclasses.replace(r, values=values)
+
+
+def introduces(turn: Reading) -> bool:
+    """Can this turn name the subject of the elliptical update after it? An intro ("About
+    my pay.", "You know the car I was complaining about?") states no value of its own
+    beyond a name; a turn that states a number, date or time is a fact of its own."""
+    return not any(kind != "name" for kind in turn.values)
+
+
+def _norm_value(s: str) -> str:
+    return " ".join(re.sub(r"[^\w:.$€£¥ ]", " ", s.casefold().replace(",", "")).split())
+
+
+class Verdict(StrEnum):
+    NONE = "none"
+    OUTDATES = "outdates"  # the older stays current, ranked below the newer
+    SUPERSEDES = "supersedes"  # the older is retired
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Why a new trace was (or was not) judged a newer version of an earlier one."""
+
+    similarity: float
+    context: float
+    new_value: bool
+    same_type: str | None  # the value type that changed on both sides, if any
+    cue: bool
+    contrast: str | None  # "marketing/travel" when the texts qualify a shared word apart
+    score: float
+    verdict: Verdict = Verdict.NONE
+    shared: tuple[str, ...] = field(default=())  # content words both speak of
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict.value,
+            "score": round(self.score, 4),
+            "similarity": round(self.similarity, 4),
+            "context": round(self.context, 4),
+            "new_value": self.new_value,
+            "same_type": self.same_type,
+            "cue": self.cue,
+            "contrast": self.contrast,
+            "shared": list(self.shared),
+        }
+
+
+# People a fact may be about: "my sister lives in Porto" is not a version of "my brother
+# lives in Lisbon", nor "my wife drives a Mazda" of "I drive a Tesla".
+_PEOPLE = frozenset(
+    """
+    i me my we our mom mum mother dad father parents sister brother sibling wife husband
+    partner girlfriend boyfriend son daughter kid kids child children baby aunt uncle
+    cousin niece nephew grandma grandpa grandmother grandfather friend roommate colleague
+    coworker neighbour neighbor
+    """.split()  # noqa: SIM905
+)
+_SELF = frozenset(["i", "me", "my", "we", "our"])
+
+
+def _people(seq: Sequence[str]) -> frozenset[str]:
+    return frozenset(w.removesuffix("'s") for w in seq if w.removesuffix("'s") in _PEOPLE)
+
+
+def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
+    """A shared content word that each text qualifies with a word of its own: 'marketing
+    budget' / 'travel budget'; or each speaks of someone the other does not ('my sister'
+    / 'my brother'). Two look-alike facts, not two versions of one; a qualifier that an
+    outright change word replaced (`replaced`) is a value, not a contrast."""
+    new_set, old_set = set(new.sequence), set(old.sequence)
+    new_people, old_people = _people(new.sequence) - _SELF, _people(old.sequence) - _SELF
+    # both name someone, and not the same one; or one names someone and the other speaks
+    # of the speaker ("my wife drives a Mazda" / "I drive a Tesla")
+    named = (new_people and (old_people or _SELF & old_set)) or (
+        old_people and _SELF & new_set
+    )
+    if named and not (new_people & old_people):
+        who_new = "/".join(sorted(new_people)) or "self"
+        who_old = "/".join(sorted(old_people)) or "self"
+        return f"{who_old}/{who_new}"
+    if replaced:  # "switched to almond milk": the qualifier is the value that changed
+        return None
+    before_new = _qualifiers(new.sequence)
+    before_old = _qualifiers(old.sequence)
+    for head, q_new in before_new.items():
+        q_old = before_old.get(head)
+        if q_old is None:
+            continue
+        for a in q_new:
+            for b in q_old:
+                if a != b and a not in old_set and b not in new_set:
+                    return f"{b}/{a} {head}"
+    return None
+
+
+def _qualifiers(seq: Sequence[str]) -> dict[str, set[str]]:
+    """Content word -> the content words right before it ('travel' before 'budget')."""
+    out: dict[str, set[str]] = {}
+    for prev, word in itertools.pairwise(seq):
+        if (
+            word in STOP_WORDS or prev in STOP_WORDS or word in _NOISE_WORDS
+            or prev in _NOISE_WORDS or len(prev) < 3 or len(word) < 3
+        ):
+            continue
+        out.setdefault(word, set()).add(prev)
+    return out
+
+
+def judge(
+    new: Reading,
+    old: Reading,
+    similarity: float,
+    context: float,
+    policy: Policy,
+    participants: frozenset[str] = frozenset(),
+) -> Signals:
+    """The signals for "new is a newer version of old", and the verdict they reach."""
+    p = policy.updates
+    if new.speaker is not None and old.speaker is not None and new.speaker != old.speaker:
+        # one speaker's words are not a newer version of another's
+        return Signals(similarity, context, False, None, new.cue, "speaker", 0.0)
+    if participants:  # "Thanks, Mel!": a name of who is talking is no value
+        new, old = _without_names(new, participants), _without_names(old, participants)
+    fresh_types = [
+        kind for kind, vals in new.values.items() if vals - old.values.get(kind, frozenset())
+    ]
+    same_type = next(
+        (k for k in fresh_types if old.values.get(k) and not new.values[k] & old.values[k]),
+        None,
+    )
+    own_words = new.words - old.words
+    asks = new.question or old.question  # a question states no value to replace
+    # A change is told in a short statement; a long chat turn mixes several things, and
+    # its change words and names come by the way ("I've been wanting to switch to ...").
+    short = len(new.sequence) <= p.max_words
+    new_value = short and not asks and (bool(fresh_types) or (bool(own_words) and new.cue))
+    contrast = _contrast(new, old, new.strong_cue)
+    shared = tuple(sorted(new.words & old.words))
+    # the turns before count only for an update that does not name its subject itself
+    elliptical = len(new.words) <= p.elliptical_words
+    base = max(similarity, context if elliptical else 0.0)
+    score = (
+        base
+        + (p.same_type_bonus if same_type else 0.0)
+        + (p.cue_bonus if new.cue else 0.0)
+        + (p.strong_cue_bonus if new.strong_cue else 0.0)
+        + p.shared_word_bonus * min(len(shared), 3)
+    )
+    verdict = Verdict.NONE
+    # Never similarity alone: a change word, or an intro turn just before that names the
+    # subject of an update that does not. A value that differs without either is as
+    # likely a second event ("ran 5 km today") as a new version.
+    # A preference or a standing state ("my favourite colour is ...", "I usually ...")
+    # holds one value at a time, so a new value of one is a new version as well.
+    evidence = (
+        new.cue or (elliptical and context >= p.min_similarity)
+        or (same_type is not None and new.state and old.state)
+    )
+    if new_value and evidence and contrast is None and base >= p.min_similarity:
+        if same_type is None:  # a cue and new words: outdated at most, on a higher bar
+            if score >= p.cue_only_score:
+                verdict = Verdict.OUTDATES
+        elif score >= p.supersede_score and new.cue:
+            verdict = Verdict.SUPERSEDES
+        elif score >= p.outdate_score:
+            verdict = Verdict.OUTDATES
+    return Signals(similarity, context if elliptical else 0.0, new_value, same_type, new.cue,
+                   contrast, score, verdict, shared)

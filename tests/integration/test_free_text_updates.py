@@ -1,0 +1,128 @@
+"""Free-text updates on real parts: a SQLite file, embedded Chroma and the real
+all-MiniLM-L6-v2 model. The newer value ranks first when a fact changes in plain words,
+look-alikes and incidental change words retire nothing, and the past keeps its value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from reverie.core import ManualClock, Status
+from reverie.core.engine import MemoryEngine
+from reverie.core.writing import SUPERSEDED_KEY, UPDATE_KEY
+from reverie.integrations import open_engine
+
+pytestmark = pytest.mark.slow
+T0 = datetime(2025, 9, 1, 18, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
+    e = open_engine(tmp_path / "home", clock=ManualClock(T0))
+    yield e
+    e.close()
+
+
+def say(e: MemoryEngine, text: str, ns: str, days: float = 0, seconds: float = 0) -> str:
+    clock = e.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(days=days, seconds=seconds)
+    return e.observe(text, namespace=ns).id
+
+
+def top(e: MemoryEngine, question: str, ns: str) -> list[str]:
+    return [h.text for h in e.recall(question, namespace=ns, k=5, reinforce=False)]
+
+
+def test_a_move_told_in_free_text_puts_the_new_city_first(engine: MemoryEngine) -> None:
+    ns = "moves"
+    old = say(engine, "user: I live in Berlin, near Tempelhofer Feld.", ns)
+    say(engine, "assistant: Berlin sounds lovely, enjoy the park!", ns, seconds=30)
+    say(engine, "user: Any tips for a rainy Sunday?", ns, days=3)
+    new = say(engine, "user: We finally moved to Lisbon last month, the flat is in Alfama.",
+              ns, days=120)
+    say(engine, "assistant: Actually, Alfama is one of the oldest districts of Lisbon.", ns,
+        seconds=40)
+    hits = engine.recall("Which city do I live in near the park?", namespace=ns, k=5,
+                         reinforce=False)
+    assert hits[0].id == new
+    assert "newer version of" in (hits[0].explanation.note or "")
+    # the two texts share few words (cosine ~0.34): the old one is marked possibly
+    # outdated, not retired, and the reasons are kept on the newer one
+    assert engine.get(old, namespace=ns).is_active
+    why = engine.get(new, namespace=ns).metadata[UPDATE_KEY]
+    assert why["of"] == old and why["verdict"] == "outdates"
+    assert why["same_type"] == "name" and why["cue"] is True
+    assert [m.id for m in engine.history(memory_id=new, namespace=ns)] == [old, new]
+    # the assistant's "actually" retired nothing
+    assert engine.get(new, namespace=ns).is_active
+    # the past still answers with the old value
+    past = engine.recall("Which city do I live in?", namespace=ns, k=3,
+                         as_of=T0 + timedelta(days=10), reinforce=False)
+    assert past[0].id == old
+
+
+def test_a_confident_update_supersedes_and_says_why(engine: MemoryEngine) -> None:
+    ns = "gym"
+    old = say(engine, "user: My gym membership costs $45 a month.", ns)
+    new = say(engine, "user: Heads up, my gym membership went up to $60 a month.", ns,
+              days=30)
+    retired = engine.get(old, namespace=ns)
+    assert retired.status is Status.SUPERSEDED and retired.superseded_by == new
+    assert retired.valid_to == engine.get(new, namespace=ns).created_at
+    why = retired.metadata[SUPERSEDED_KEY]
+    assert why["by"] == new and why["same_type"] == "money" and why["cue"] is True
+    assert top(engine, "How much does my gym membership cost a month?", ns)[0].endswith(
+        "$60 a month."
+    )
+    past = engine.recall("How much does my gym membership cost?", namespace=ns, k=3,
+                         as_of=T0 + timedelta(days=2), reinforce=False)
+    assert past[0].id == old
+
+
+@pytest.mark.parametrize(
+    ("before", "intro", "update", "question"),
+    [
+        ("user: My dentist check-up is on Tuesday at 9:15 AM.",
+         "user: About the dentist.", "user: It's Friday at 4:30 PM now.",
+         "When is my dentist check-up on Tuesday?"),
+        ("user: The studio rent for the band is $640 a month.",
+         "user: Band studio news.", "user: Raised to $720.",
+         "How much is the studio rent for the band?"),
+    ],
+)
+def test_elliptical_updates_rank_the_new_value_first(
+    engine: MemoryEngine, before: str, intro: str, update: str, question: str
+) -> None:
+    ns = "elliptical"
+    old = say(engine, before, ns)
+    say(engine, "user: I watched a documentary about glaciers.", ns, days=1)
+    say(engine, intro, ns, days=20)
+    new = say(engine, update, ns, seconds=45)
+    assert engine.get(new, namespace=ns).metadata[UPDATE_KEY]["of"] == old
+    hits = engine.recall(question, namespace=ns, k=5, reinforce=False)
+    ids = [h.id for h in hits]
+    assert ids[0] == new
+    assert "newer version of" in (hits[0].explanation.note or "")
+
+
+def test_look_alikes_and_incidental_cues_retire_nothing(engine: MemoryEngine) -> None:
+    ns = "lookalikes"
+    texts = [
+        "user: My sister lives in Porto.",
+        "user: The staging deadline is May 3.",
+        "user: My brother lives in Lisbon.",
+        "user: Actually, the production deadline is June 1.",
+        "user: The lab offers color correction for old slides.",
+        "user: I use Ethernet instead of Wi-Fi for my desktop.",
+        "assistant: Actually, you no longer need Wi-Fi then; Ethernet is faster.",
+    ]
+    ids = [say(engine, t, ns, days=2) for t in texts]
+    assert all(engine.get(i, namespace=ns).is_active for i in ids)
+    assert "Porto" in top(engine, "Where does my sister live?", ns)[0]
+    assert "Lisbon" in top(engine, "Where does my brother live?", ns)[0]
+    assert "May 3" in top(engine, "When is the staging deadline?", ns)[0]
+    assert "June 1" in top(engine, "When is the production deadline?", ns)[0]
