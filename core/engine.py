@@ -322,17 +322,21 @@ class MemoryEngine:
         token_budget: int | None = None,
         reinforce: bool = True,
         kinds: Iterable[Kind | str] | None = None,
+        query_vector: Iterable[float] | None = None,
     ) -> RecallResult:
         """The k most useful memories for `query`, best first, each with its explanation.
 
         `as_of` answers with what was believed at that time (superseded versions valid
         then included, decay measured then, nothing reinforced). `include_history`
         also returns superseded and consolidated memories. Recalled memories are
-        reinforced (their decay clock restarts) unless `reinforce=False`."""
+        reinforced (their decay clock restarts) unless `reinforce=False`. `query_vector`
+        is `query`'s embedding by this engine's embedder, when the caller already has it:
+        searching many namespaces for one query then embeds it once."""
         ns = self._ctx.namespace(namespace, flush=False)
         request = self._recall.request(
             query, k=k, as_of=as_of, include_history=include_history,
             token_budget=token_budget, reinforce=reinforce, kinds=kinds,
+            query_vector=query_vector,
         )
         return self._recall.recall(ns, request)
 

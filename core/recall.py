@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+
+import numpy as np
 
 from .arbitration import Arbitration, arbitrate, version_links
 from .clock import utc
 from .context import EngineContext
-from .errors import InvalidInput
+from .errors import InvalidInput, InvalidVector
 from .models import Kind, Memory, Status, parse_kind
 from .packing import pack
 from .ports import SentQuery, Vector, VectorHit
@@ -55,6 +57,8 @@ class RecallRequest:
     kinds: frozenset[Kind] | None
     token_budget: int | None
     reinforce: bool
+    # the query's embedding when the caller already has it (several namespaces, one query)
+    vector: Vector | None = field(default=None, compare=False)
 
     @property
     def historical(self) -> bool:
@@ -84,6 +88,7 @@ class RecallPath:
         token_budget: int | None,
         reinforce: bool,
         kinds: Iterable[Kind | str] | None,
+        query_vector: Iterable[float] | None = None,
     ) -> RecallRequest:
         """Every check of recall's arguments, before any I/O."""
         self.ctx.check_text(query, "query")
@@ -96,6 +101,18 @@ class RecallPath:
             raise InvalidInput(f"token_budget must be a positive integer, got {token_budget!r}")
         if token_budget is not None and self.ctx.token_counter is None:
             raise InvalidInput("token_budget needs an engine opened with a token_counter")
+        vector = None
+        if query_vector is not None:
+            try:
+                vector = np.asarray(query_vector, dtype=np.float32)
+            except (TypeError, ValueError) as e:
+                raise InvalidVector(f"query_vector must be a vector of numbers: {e}") from e
+            want = (self.ctx.embedder.dimension,)
+            if vector.shape != want or not np.isfinite(vector).all():
+                raise InvalidVector(
+                    f"query_vector must be {want[0]} finite numbers (the embedder "
+                    f"{self.ctx.embedder.name!r}), got shape {vector.shape}"
+                )
         now = self.ctx.clock.now()
         return RecallRequest(
             query=query,
@@ -107,11 +124,12 @@ class RecallPath:
             kinds=frozenset(parse_kind(x) for x in kinds) if kinds is not None else None,
             token_budget=token_budget,
             reinforce=reinforce,
+            vector=vector,
         )
 
     def recall(self, ns: str, req: RecallRequest) -> RecallResult:
         policy = self.ctx.policy
-        qvec = self.ctx.embed([req.query])[0]
+        qvec = req.vector if req.vector is not None else self.ctx.embed([req.query])[0]
         pool = max(req.k, policy.retrieval.candidate_pool)
         # No status filter in the vector tier: the records are the truth and `admit`
         # checks them, and an unfiltered query is Chroma's fastest path.

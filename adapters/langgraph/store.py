@@ -297,11 +297,14 @@ class ReverieStore(BaseStore):
         spaces = self._namespaces(op.namespace_prefix)
         want = op.offset + op.limit
         ranked: list[tuple[float, Memory, tuple[str, ...]]] = []
+        # one embedding of the query for every namespace under the prefix
+        vector = self.engine.embedder.embed([op.query])[0] if len(spaces) > 1 else None
         for ns, name in spaces:
             k = max(want, 1)
             while True:
                 hits = self.engine.recall(
-                    op.query, namespace=name, k=k, reinforce=self.reinforce
+                    op.query, namespace=name, k=k, reinforce=self.reinforce,
+                    query_vector=vector,
                 )
                 kept = [
                     (h.score, h.memory, ns)

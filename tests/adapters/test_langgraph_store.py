@@ -505,3 +505,31 @@ def test_store_wiring_on_the_redis_tier(redis_url: str, tmp_path: Path) -> None:
             if decoded and decoded[0] == top:
                 e.forget_namespace(ns)
         e.close()
+
+
+def test_a_prefix_search_embeds_the_query_once(engine: MemoryEngine) -> None:
+    """Searching a prefix that spans many namespaces embeds the query once, and finds
+    what a search of each namespace alone finds."""
+    real = engine.embedder
+    asked: list[str] = []
+
+    class Counting:
+        name, dimension = real.name, real.dimension
+
+        def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            asked.extend(texts)
+            return real.embed(texts)
+
+    s = ReverieStore(engine, index={"fields": ["text"]})
+    for user in range(6):
+        s.put(("users", f"u{user}"), "drink", {"text": f"user {user} drinks green tea"})
+        s.put(("users", f"u{user}"), "city", {"text": f"user {user} lives in Porto"})
+    alone = {
+        item.namespace: item.key
+        for user in range(6)
+        for item in s.search(("users", f"u{user}"), query="what tea do they drink?", limit=1)
+    }
+    engine.embedder = Counting()  # type: ignore[assignment]
+    found = s.search(("users",), query="what tea do they drink?", limit=12)
+    assert asked == ["what tea do they drink?"]
+    assert {i.namespace: i.key for i in found if i.key == "drink"} == alone
