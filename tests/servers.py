@@ -39,14 +39,16 @@ __all__ = [
 ]
 
 
-def wait_until(condition: Callable[[], object], what: str, timeout: float = 30.0) -> None:
+def wait_until(
+    condition: Callable[[], object], what: str, timeout: float = 30.0, interval: float = 0.001
+) -> None:
     """Poll `condition` until it holds; fail with `what` after `timeout` seconds instead of
     hanging until the suite's global timeout. A bound on waiting, never a speed check."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() >= deadline:
             raise AssertionError(f"gave up after {timeout:g}s waiting for {what}")
-        time.sleep(0.001)
+        time.sleep(interval)
 
 
 class ServerStartError(RuntimeError):
