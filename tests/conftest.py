@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.servers import (
     RedisCluster,
@@ -12,6 +14,15 @@ from tests.servers import (
     start_chroma,
     start_redis,
     start_redis_cluster,
+)
+
+# Hypothesis in CI draws the same examples on every run (`derandomize`), so a red build
+# reproduces on a laptop with the same command; locally it keeps exploring new examples.
+# `HYPOTHESIS_PROFILE` picks a profile explicitly (e.g. `ci` to replay a CI run).
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
 
 

@@ -39,6 +39,18 @@ __all__ = [
 ]
 
 
+def wait_until(
+    condition: Callable[[], object], what: str, timeout: float = 30.0, interval: float = 0.001
+) -> None:
+    """Poll `condition` until it holds; fail with `what` after `timeout` seconds instead of
+    hanging until the suite's global timeout. A bound on waiting, never a speed check."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"gave up after {timeout:g}s waiting for {what}")
+        time.sleep(interval)
+
+
 class ServerStartError(RuntimeError):
     """A test server did not start or did not become ready in time."""
 

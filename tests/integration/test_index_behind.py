@@ -18,7 +18,6 @@ import multiprocessing as mp
 import os
 import signal
 import threading
-import time
 import traceback
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ from reverie.core.ports import VectorItem
 from reverie.integrations.chroma.index import ChromaIndex
 from reverie.integrations.redis.store import RedisStore
 from tests.fakes import BagOfWordsEmbedder
+from tests.servers import wait_until
 
 T0 = datetime(2025, 6, 1, 9, 0, tzinfo=UTC)
 WORKERS = 3
@@ -178,8 +178,9 @@ def test_another_process_finds_a_queued_memory_by_words_then_by_meaning(
     reader = engine_on(redis_url, chroma_server_url, prefix)
     try:
         writer.observe("the lighthouse keeper paints the stairs", namespace=ns)  # indexed
-        while writer._indexer.backlog:  # until the writer's thread holds it at the gate
-            time.sleep(0.001)
+        wait_until(  # until the writer's thread holds it at the gate
+            lambda: not writer._indexer.backlog, "the writer to take the first vector"
+        )
         text = "the heron fishes at the weir at dawn"
         m = writer.observe(text, namespace=ns)  # queued behind the held write
         first = reader.recall("heron weir", namespace=ns, reinforce=False)

@@ -37,6 +37,7 @@ from reverie.integrations.redis.keys import NamespaceKeys
 from reverie.integrations.redis.outbox import OutboxIndex, OutboxSettings, encode_delete, plan
 from reverie.integrations.redis.store import RedisStore
 from tests.fakes import BagOfWordsEmbedder
+from tests.servers import wait_until
 
 DIM = 8
 T0 = datetime(2025, 6, 1, 9, 0, tzinfo=UTC)
@@ -154,10 +155,7 @@ def draining(store: RedisStore, inner: Any, namespace: str) -> Iterator[None]:
 
 
 def wait_for(cond: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
+    wait_until(cond, "the outbox to reach the expected state", timeout)
 
 
 def metadata_of(index: ChromaIndex, namespace: str, ids: list[str]) -> dict[str, Any]:
@@ -277,10 +275,12 @@ def test_a_drainer_lingers_for_busy_workers_but_never_for_a_lone_writer(
     alone in the queue writes at once."""
     slow = OutboxSettings(linger_seconds=1.0)
     counting = Counting(chroma)
-    lone = outbox(store, counting, slow)
-    t0 = time.monotonic()
-    lone.upsert(ns, [VectorItem("lone", unit(0))])
-    assert time.monotonic() - t0 < 0.5  # no linger: nobody else was writing
+    # A lone writer with an hour's linger: it finishes only if it does not linger at all.
+    lone = outbox(store, counting, OutboxSettings(linger_seconds=3600.0))
+    writer = threading.Thread(target=lone.upsert, args=(ns, [VectorItem("lone", unit(0))]))
+    writer.start()
+    writer.join(timeout=60)
+    assert not writer.is_alive(), "a lone writer lingered: nobody else was writing"
     a, b = outbox(store, counting, slow), outbox(store, counting, slow)
     threads = [threading.Thread(target=a.upsert, args=(ns, [VectorItem("a", unit(1))]))]
     with draining(store, counting, ns):
@@ -327,13 +327,27 @@ def test_a_writer_waits_for_a_held_lease_then_reports_unavailable(
 ) -> None:
     slow = outbox(store, chroma, OutboxSettings(wait_seconds=0.3))
     hold_lease(store, ns)
-    t0 = time.monotonic()
     with pytest.raises(BackendUnavailable, match=r"not drained within 0\.3 s"):
         slow.upsert(ns, [VectorItem("x", unit(0))])
-    assert time.monotonic() - t0 >= 0.3
     assert slow.pending(ns) == 1  # still queued, for whoever drains next
+    # A writer with time to spare waits for the lease: it queues its write, does not give
+    # up while the lease is held, and drains once the holder lets go.
+    patient = outbox(store, chroma, OutboxSettings(wait_seconds=120.0))
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            patient.upsert(ns, [VectorItem("y", unit(1))])
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    wait_for(lambda: patient.pending(ns) == 2)
+    assert writer.is_alive() and not errors, f"gave up under a held lease: {errors}"
     store.client.delete(keys(store, ns).outbox_lease)
-    slow.upsert(ns, [VectorItem("y", unit(1))])
+    writer.join(timeout=60)
+    assert not writer.is_alive() and not errors, errors
     assert chroma.ids(ns) == {"x", "y"}
 
 
@@ -473,12 +487,12 @@ def test_a_worker_killed_mid_drain_loses_nothing_and_stalls_others_only_for_its_
         with RedisStore.from_url(redis_url, prefix=prefix) as store:
             index = outbox(store, chroma)
             assert index.pending(ns) == 3
-            t0 = time.monotonic()
+            # Its own bound (raising BackendUnavailable past it) proves the wait was the
+            # dead worker's 1 s lease, not forever.
+            index = outbox(store, chroma, OutboxSettings(wait_seconds=10.0))
             index.upsert(ns, [VectorItem("alive", unit(4))])
-            waited = time.monotonic() - t0
             assert chroma.ids(ns) == {"dead-0", "dead-1", "dead-2", "alive"}
             assert index.pending(ns) == 0
-        assert waited < 5.0  # the 1 s lease, not forever
     finally:
         if proc.is_alive():
             proc.kill()

@@ -4,7 +4,7 @@ behaviour in tests/integration)."""
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -299,22 +299,41 @@ def test_repair_rebuilds_the_vector_index(engine: MemoryEngine) -> None:
 
 
 def test_async_twins_run_off_the_event_loop(engine: MemoryEngine) -> None:
+    """Each blocking embed waits until all five recalls are inside it at once and the event
+    loop has run a coroutine meanwhile: only true overlap off the loop gets past that."""
     engine.observe("the cat sleeps on the sofa")
+    n = 5
+    inside = 0
+    guard = threading.Lock()
+    all_inside = threading.Event()
+    loop_ran = threading.Event()
 
-    class SlowEmbedder(BagOfWordsEmbedder):
+    class BlockingEmbedder(BagOfWordsEmbedder):
         def embed(self, texts: Any) -> Any:
-            time.sleep(0.2)  # a blocking call, like a real model
+            nonlocal inside
+            with guard:
+                inside += 1
+                if inside >= n:
+                    all_inside.set()
+            # A blocking call, like a real model; on the loop's thread it would deadlock.
+            if not (all_inside.wait(timeout=20) and loop_ran.wait(timeout=20)):
+                raise AssertionError(f"only {inside} of {n} recalls overlapped off the loop")
             return super().embed(texts)
 
-    engine.embedder = SlowEmbedder()
+    engine.embedder = BlockingEmbedder()
 
-    async def main() -> float:
-        t = time.perf_counter()
-        results = await asyncio.gather(*(engine.arecall("cat sofa") for _ in range(5)))
+    async def tick() -> None:
+        while not all_inside.is_set():
+            await asyncio.sleep(0.001)
+        loop_ran.set()
+
+    async def main() -> None:
+        results, _ = await asyncio.gather(
+            asyncio.gather(*(engine.arecall("cat sofa") for _ in range(n))), tick()
+        )
         assert all(r[0].text == "the cat sleeps on the sofa" for r in results)
-        return time.perf_counter() - t
 
-    assert asyncio.run(main()) < 0.2 * 5 * 0.8  # overlapped, not serial
+    asyncio.run(asyncio.wait_for(main(), timeout=60))
 
 
 def test_kinds_filter_and_procedural_facts(engine: MemoryEngine) -> None:

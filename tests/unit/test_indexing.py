@@ -9,7 +9,6 @@ record and flags the index for repair; a full queue makes observe wait, never dr
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from reverie.core.indexing import IndexWrite, IndexWriter, merge
 from reverie.core.models import Status
 from reverie.core.ports import VectorItem
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
+from tests.servers import wait_until
 from tests.unit.conftest import T0
 
 
@@ -87,8 +87,7 @@ def test_vectors_queued_together_are_written_in_few_calls_in_order() -> None:
     engine = engine_with(index)
     index.gate.clear()
     first = engine.observe("alpha apples are crisp")  # its write goes in flight, then waits
-    while engine._indexer.backlog:  # until the writer has taken it
-        time.sleep(0.001)
+    wait_until(lambda: not engine._indexer.backlog, "the writer to take the first vector")
     rest = [engine.observe(f"note number {i} about topic {i}") for i in range(10)]
     index.gate.set()
     engine.flush()

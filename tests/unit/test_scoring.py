@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from reverie.core import Kind, Memory, Policy, Tier
 from reverie.core.scoring import (
     accesses_in_window,
+    days_between,
     decay_rate,
     decay_score,
     decay_value,
     final_score,
+    half_life_days,
     importance_blend,
     importance_score,
     next_confidence,
@@ -128,6 +130,7 @@ def test_confidence_steps_and_cap() -> None:
 def test_crystal_rules() -> None:
     assert qualifies_as_crystal(mem(sources=frozenset("abc")), P)
     assert not qualifies_as_crystal(mem(sources=frozenset("ab")), P)
+    assert qualifies_as_crystal(mem(sources=frozenset("abcd")), P)  # "at least", not "exactly"
     assert qualifies_as_crystal(mem(user_confirmed=True), P)
     assert qualifies_as_crystal(mem(confidence=0.9, importance=0.8), P)
     assert not qualifies_as_crystal(mem(confidence=0.9, importance=0.79), P)
@@ -158,3 +161,16 @@ def test_the_fast_reinforcement_equals_a_validated_evolve(
     assert got == expected
     assert got.last_access.tzinfo is UTC and all(t.tzinfo is UTC for t in got.recent_accesses)
     assert got.metadata == m.metadata and got.metadata is not m.metadata
+
+
+def test_days_between_keeps_fractions_and_never_goes_negative() -> None:
+    t = datetime(2025, 1, 1, tzinfo=UTC)
+    assert days_between(t, t + timedelta(hours=12)) == 0.5
+    assert days_between(t, t + timedelta(days=2, hours=6)) == 2.25
+    assert days_between(t + timedelta(hours=1), t) == 0.0  # clock skew: no negative decay
+
+
+def test_half_life_per_kind() -> None:
+    assert half_life_days(Kind.EPISODIC, P) == P.decay.half_life_episodic_days
+    assert half_life_days(Kind.SEMANTIC, P) == P.decay.half_life_semantic_days
+    assert half_life_days(Kind.PROCEDURAL, P) == P.decay.half_life_procedural_days
