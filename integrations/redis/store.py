@@ -62,6 +62,7 @@ from reverie.integrations.redis.connection import (
     client_from_url,
     is_redis_url,
     safe_url,
+    translate,
 )
 from reverie.integrations.redis.keys import (
     DEFAULT_PREFIX,
@@ -199,10 +200,7 @@ class RedisStore:
     # --- plumbing -------------------------------------------------------------------------
 
     def _unavailable(self, e: Exception) -> BackendUnavailable:
-        return BackendUnavailable(
-            f"Redis at {self._name} failed: {type(e).__name__}: {e}; nothing of the failed "
-            "operation was applied — check that the server is up and retry"
-        )
+        return translate(e, f"Redis at {self._name}", "running a store operation")
 
     def _guard(self, fn: Callable[..., T], *args: Any) -> T:
         if self._closed:

@@ -24,7 +24,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from reverie.core.errors import BackendUnavailable, InvalidInput, SchemaTooNew, StoreCorrupt
+from reverie.core.errors import (
+    BackendUnavailable,
+    InvalidInput,
+    SchemaTooNew,
+    StorageFull,
+    StoreCorrupt,
+)
 from reverie.integrations.sqlite.schema import (
     MARKER_NAME,
     MARKER_VALUE,
@@ -191,6 +197,12 @@ class Database:
                 f"the reverie store at {self._path} stayed locked by another writer for more "
                 f"than {_BUSY_TIMEOUT_MS // 1000} s ({msg}); retry later"
             )
+        elif _is_full(e):
+            translated = StorageFull(
+                f"the reverie store at {self._path} cannot grow: {msg}. The write was not "
+                "applied and the store stays readable; free disk space (or raise the size "
+                "limit), then retry"
+            )
         elif "malformed" in msg or "not a database" in msg:
             translated = self.corrupt(f"is damaged ({msg})")
         return translated
@@ -234,3 +246,11 @@ class Database:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+_SQLITE_FULL = 13
+
+
+def _is_full(e: sqlite3.Error) -> bool:
+    """SQLITE_FULL: the disk is full or the file reached `max_page_count`."""
+    return getattr(e, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(e)
