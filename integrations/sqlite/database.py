@@ -59,10 +59,22 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+_SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
+
+
 class Database:
     """The connection to one reverie SQLite file, and its transactions."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        """`synchronous`: NORMAL (the default) loses no commit to a killed process, but a
+        power loss or OS crash may roll back the last commits (never corrupting the file);
+        FULL syncs the WAL at every commit, so an acknowledged write survives those too,
+        at the cost of one fsync per write (docs/durability.md)."""
+        sync = str(synchronous).upper()
+        if sync not in _SYNCHRONOUS:
+            raise InvalidInput(
+                f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}"
+            )
         self._memory = os.fspath(path) == ":memory:"
         self._path = Path(os.fspath(path))
         self.lock = threading.RLock()
@@ -92,7 +104,7 @@ class Database:
                         f"SQLite refused WAL mode for {self._path} (got {mode!r}); put the "
                         "store on a local file system"
                     )
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {sync}")
             conn.execute("PRAGMA foreign_keys = ON")
             # forget is for privacy: freed bytes are zeroed, not left readable in the file
             conn.execute("PRAGMA secure_delete = ON")

@@ -163,3 +163,16 @@ def test_locked_store_stays_backend_unavailable(tmp_path: Path) -> None:
         other.execute("ROLLBACK")
         other.close()
         store.close()
+
+
+@pytest.mark.parametrize(("mode", "level"), [("NORMAL", 1), ("full", 2)])
+def test_sqlite_synchronous_setting(tmp_path: Path, mode: str, level: int) -> None:
+    store = SQLiteStore(tmp_path / "sync.db", synchronous=mode)
+    try:
+        conn = store._db.connection()
+        assert int(conn.execute("PRAGMA synchronous").fetchone()[0]) == level
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        store.close()
+    with pytest.raises(InvalidInput):
+        SQLiteStore(tmp_path / "other.db", synchronous="OFF")
