@@ -76,6 +76,11 @@ def open_vectors(
         if token is None and "@" not in text.split("://", 1)[1].split("/", 1)[0]:
             token = os.environ.get(ENV_CHROMA_TOKEN) or None
         return ChromaIndex.server(text, token=token)
+    if "://" in text:
+        raise InvalidInput(
+            f"unsupported vector index URL {redact(text, (token,))!r}: use a directory for "
+            "embedded Chroma, or http(s)://host:port for a Chroma server"
+        )
     return ChromaIndex.embedded(Path(text).expanduser())
 
 

@@ -259,3 +259,10 @@ def test_engine_with_vectors_token(
 
 def test_every_typed_error_here_is_a_reverie_error() -> None:
     assert issubclass(AuthFailed, ReverieError)
+
+
+def test_unknown_vector_url_scheme_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput) as bad:
+        open_vectors(f"ftp://:{TOKEN}@host/x", tmp_path)
+    assert_clean(error_text(bad.value))
+    assert not (tmp_path / "ftp:").exists()
