@@ -266,3 +266,15 @@ def test_unknown_vector_url_scheme_is_refused(tmp_path: Path) -> None:
         open_vectors(f"ftp://:{TOKEN}@host/x", tmp_path)
     assert_clean(error_text(bad.value))
     assert not (tmp_path / "ftp:").exists()
+
+
+def test_store_named_by_the_caller_is_masked(redis_pw: tuple[ServerProcess, int]) -> None:
+    import redis as redis_py
+
+    _, port = redis_pw
+    client = redis_py.Redis(port=port, password=PASSWORD, decode_responses=True)
+    store = RedisStore(client, name=f"redis://:{PASSWORD}@127.0.0.1:{port}/0")
+    try:
+        assert_clean(repr(store))
+    finally:
+        store.close()
