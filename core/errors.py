@@ -83,3 +83,23 @@ class MissingExtra(ReverieError, ImportError):
             f"{what} needs the '{extra}' extra: pip install 'reverie[{extra}]'"
         )
         self.extra = extra
+
+
+class AuthFailed(BackendUnavailable):
+    """A backing service refused the credentials (a wrong or missing Redis password, a
+    Chroma token the server rejects). Retrying does not help: fix the password or token."""
+
+
+class PermissionDenied(BackendUnavailable):
+    """A backing service accepted the credentials but the user may not run what reverie
+    needs (a Redis ACL user without a command or key pattern): grant it, or use another user."""
+
+
+class StorageFull(BackendUnavailable):
+    """The disk (or the store's size limit) is full: the write was not applied and the
+    store stays readable. Free space, then retry."""
+
+
+class WrongServerKind(InvalidInput):
+    """The URL names a kind of server that is not the one answering there (a Redis Cluster
+    URL pointed at a plain Redis server); change the URL's scheme."""

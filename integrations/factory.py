@@ -16,6 +16,7 @@ from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidInput
 from reverie.core.policy import DEFAULT_POLICY, Policy
 from reverie.core.ports import Clock, Embedder, LexicalIndex, RecordStore, VectorIndex
+from reverie.integrations.urls import redact
 
 if TYPE_CHECKING:
     from reverie.integrations.redis.outbox import OutboxSettings
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 ENV_HOME = "REVERIE_HOME"
 ENV_STORE = "REVERIE_STORE"
 ENV_VECTORS = "REVERIE_VECTORS"
+ENV_CHROMA_TOKEN = "REVERIE_CHROMA_TOKEN"
 
 
 def default_data_dir() -> Path:
@@ -53,22 +55,32 @@ def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
         return RedisStore.from_url(text)
     if "://" in text:
         raise InvalidInput(
-            f"unsupported store URL {text!r}: use a file path, sqlite:///path, "
+            f"unsupported store URL {redact(text)!r}: use a file path, sqlite:///path, "
             "redis://host:port/db, rediss://... (TLS) or redis+cluster://host:port"
         )
     return SQLiteStore(Path(text).expanduser())
 
 
-def open_vectors(spec: str | os.PathLike[str] | None, home: Path) -> VectorIndex:
+def open_vectors(
+    spec: str | os.PathLike[str] | None, home: Path, token: str | None = None
+) -> VectorIndex:
     """A vector index: http(s)://host:port is a Chroma server, anything else a directory
-    for embedded Chroma."""
+    for embedded Chroma. A server behind a token gets `token`, else the URL's password
+    (http://:TOKEN@host:port), else $REVERIE_CHROMA_TOKEN."""
     from reverie.integrations.chroma.index import ChromaIndex
 
     if spec is None:
         return ChromaIndex.embedded(home / "vectors")
     text = os.fspath(spec)
     if text.startswith(("http://", "https://")):
-        return ChromaIndex.server(text)
+        if token is None and "@" not in text.split("://", 1)[1].split("/", 1)[0]:
+            token = os.environ.get(ENV_CHROMA_TOKEN) or None
+        return ChromaIndex.server(text, token=token)
+    if "://" in text:
+        raise InvalidInput(
+            f"unsupported vector index URL {redact(text, (token,))!r}: use a directory for "
+            "embedded Chroma, or http(s)://host:port for a Chroma server"
+        )
     return ChromaIndex.embedded(Path(text).expanduser())
 
 
@@ -83,13 +95,15 @@ def open_engine(
     namespace: str = "default",
     check_embedder: bool = True,
     outbox: OutboxSettings | None = None,
+    vectors_token: str | None = None,
 ) -> MemoryEngine:
     """The engine on real backends. Every argument is optional: `open_engine()` is the
     embedded default. `store` and `vectors` also come from $REVERIE_STORE and
     $REVERIE_VECTORS. `check_embedder=False` opens a store built with another embedding
     model, only so that `repair(reembed=True)` can re-embed it. `outbox` tunes (or, with
     `enabled=False`, turns off) the vector outbox a Redis store and a Chroma server share
-    (`shared_outbox`)."""
+    (`shared_outbox`). `vectors_token` is the token of a Chroma server behind one (also
+    from the URL, http://:TOKEN@host:port, or $REVERIE_CHROMA_TOKEN); it is never shown."""
     base = Path(home).expanduser() if home is not None else default_data_dir()
     store = store if store is not None else os.environ.get(ENV_STORE)
     vectors = vectors if vectors is not None else os.environ.get(ENV_VECTORS)
@@ -97,7 +111,7 @@ def open_engine(
     if not isinstance(rs, LexicalIndex):
         raise InvalidInput(f"{type(rs).__name__} has no lexical index (BM25) to recall with")
     try:
-        vi = vectors if _is_vectors(vectors) else open_vectors(vectors, base)  # type: ignore[arg-type]
+        vi = vectors if _is_vectors(vectors) else open_vectors(vectors, base, vectors_token)  # type: ignore[arg-type]
         vi = shared_outbox(rs, vi, outbox)
         if embedder is None:
             from reverie.integrations.embedders import LocalEmbedder

@@ -48,9 +48,11 @@ from reverie.core import (
     UnknownKind,
 )
 from reverie.core.engine import Hit, MemoryEngine, Observation, RecallResult
+from reverie.core.errors import AuthFailed, PermissionDenied, StorageFull, WrongServerKind
 
 __all__ = [
     "DEFAULT_POLICY",
+    "AuthFailed",
     "BackendUnavailable",
     "ConflictError",
     "DimensionMismatch",
@@ -71,17 +73,20 @@ __all__ = [
     "MissingExtra",
     "NotFound",
     "Observation",
+    "PermissionDenied",
     "Policy",
     "RecallResult",
     "ReverieError",
     "SchemaTooNew",
     "Status",
+    "StorageFull",
     "StoreCorrupt",
     "SynthesisFailed",
     "SystemClock",
     "TextTooLong",
     "Tier",
     "UnknownKind",
+    "WrongServerKind",
     "default_data_dir",
     "open_engine",
 ]

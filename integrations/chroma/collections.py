@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from reverie.core.errors import BackendUnavailable, StoreCorrupt
+from reverie.core.errors import AuthFailed, BackendUnavailable, StoreCorrupt
 from reverie.integrations.chroma.hnsw import HnswSettings
-from reverie.integrations.chroma.http import ChromaUnreachable
+from reverie.integrations.chroma.http import ChromaRefused, ChromaUnreachable
+from reverie.integrations.urls import redact
 
 __all__ = [
     "NS_KEY", "Collections", "chunks", "collection_name", "is_unreachable", "retry_transient",
@@ -70,6 +71,29 @@ def is_unreachable(e: BaseException) -> bool:
     return isinstance(e, ValueError) and "Could not connect to a Chroma server" in str(e)
 
 
+def is_refused(e: BaseException) -> bool:
+    """The server (or a proxy in front of it) refused the credentials: 401 or 403."""
+    if isinstance(e, ChromaRefused):
+        return True
+    try:
+        import httpx
+        from chromadb.errors import AuthorizationError
+    except ImportError:  # pragma: no cover - chromadb depends on httpx
+        return False
+    if isinstance(e, AuthorizationError):
+        return True
+    return isinstance(e, httpx.HTTPStatusError) and e.response.status_code in (401, 403)
+
+
+def refused(location: str, e: BaseException, secrets: tuple[str, ...] = ()) -> AuthFailed:
+    """`AuthFailed` for a refused token, saying how to give the right one."""
+    return AuthFailed(
+        f"the {location} refused the credentials ({redact(f'{type(e).__name__}: {e}', secrets)});"
+        " give the server's token as http://:TOKEN@host:port, in $REVERIE_CHROMA_TOKEN, or "
+        "as open_engine(vectors_token=...)"
+    )
+
+
 def retry_transient(namespace: str, call: Callable[[], T]) -> T:
     """`call()`, retried while Chroma reports a segment it has not persisted yet."""
     for delay in (*_TRANSIENT_DELAYS, None):
@@ -91,9 +115,12 @@ def retry_transient(namespace: str, call: Callable[[], T]) -> T:
 class Collections:
     """The namespaces' collections on one Chroma client, resolved once and cached."""
 
-    def __init__(self, client: Any, hnsw: HnswSettings, location: str) -> None:
+    def __init__(
+        self, client: Any, hnsw: HnswSettings, location: str, secrets: tuple[str, ...] = ()
+    ) -> None:
         self.client = client
-        self.location = location  # for messages: "Chroma server at http://..."
+        self.secrets = secrets  # masked in every message, with any URL password
+        self.location = redact(location, secrets)  # for messages: "Chroma server at http://..."
         self._hnsw = hnsw
         self._cache: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -108,9 +135,12 @@ class Collections:
         try:
             yield
         except Exception as e:
+            if is_refused(e):
+                raise refused(self.location, e, self.secrets) from None
             if is_unreachable(e):
                 raise BackendUnavailable(
-                    f"cannot reach the {self.location}: {type(e).__name__}: {e}"
+                    f"cannot reach the {self.location}: "
+                    f"{redact(f'{type(e).__name__}: {e}', self.secrets)}"
                 ) from e
             raise
 

@@ -27,13 +27,46 @@ from urllib.parse import quote
 
 import orjson
 
-__all__ = ["ChromaUnreachable", "PendingQuery", "QueryTransport"]
+__all__ = ["ChromaRefused", "ChromaUnreachable", "PendingQuery", "QueryTransport", "check_access"]
 
 _TIMEOUT = 60.0  # seconds for connect and each read; a query is milliseconds
 
 
 class ChromaUnreachable(ConnectionError):
     """The Chroma server did not answer (refused, reset, or timed out)."""
+
+
+class ChromaRefused(PermissionError):
+    """The Chroma server (or the proxy in front of it) answered 401 or 403: the token is
+    missing, wrong, or lacks the permission."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(f"HTTP {status}: {text[:200]}")
+        self.status = status
+
+
+def check_access(
+    host: str, port: int, *, tls: bool, headers: Mapping[str, str], timeout: float = 10.0
+) -> None:
+    """Ask the server who we are before anything else, so a refused token is reported as
+    such (`ChromaRefused`) instead of the client's generic connection error. A server that
+    does not answer is left to the client, which reports it as unreachable."""
+    context = ssl.create_default_context() if tls else None
+    conn = (
+        http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+        if context is not None
+        else http.client.HTTPConnection(host, port, timeout=timeout)
+    )
+    try:
+        conn.request("GET", "/api/v2/auth/identity", headers=dict(headers))
+        resp = conn.getresponse()
+        status, data = resp.status, resp.read()
+    except (OSError, http.client.HTTPException):
+        return
+    finally:
+        conn.close()
+    if status in (401, 403):
+        raise ChromaRefused(status, data.decode("utf-8", "replace"))
 
 
 class QueryTransport:
@@ -134,6 +167,8 @@ class QueryTransport:
         if status == 200:
             answer: dict[str, Any] = orjson.loads(data)
             return answer
+        if status in (401, 403):
+            raise ChromaRefused(status, data.decode("utf-8", "replace"))
         raise _error(status, data)
 
     def _fresh(self, pending: PendingQuery) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -44,10 +44,13 @@ from reverie.integrations.chroma.collections import (
     Collections,
     chunks,
     collection_name,
+    is_refused,
     is_unreachable,
+    refused,
 )
 from reverie.integrations.chroma.hnsw import DEFAULT_HNSW, SERVER_HNSW, HnswSettings
-from reverie.integrations.chroma.http import PendingQuery, QueryTransport
+from reverie.integrations.chroma.http import PendingQuery, QueryTransport, check_access
+from reverie.integrations.urls import redact
 
 __all__ = [
     "DEFAULT_HNSW", "SERVER_HNSW", "ChromaIndex", "HnswSettings", "SentQuery", "collection_name",
@@ -90,8 +93,9 @@ class ChromaIndex:
         owns_client: bool = False,
         remote: bool = False,
         transport: QueryTransport | None = None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
-        self._cols = Collections(client, hnsw, location or type(client).__name__)
+        self._cols = Collections(client, hnsw, location or type(client).__name__, secrets)
         self._owns_client = owns_client
         # A query waits on the network: recall then overlaps its own reads with it (a hint
         # the engine reads with getattr; an embedded client computes in process, where
@@ -127,39 +131,56 @@ class ChromaIndex:
         *,
         hnsw: HnswSettings = SERVER_HNSW,
         headers: Mapping[str, str] | None = None,
+        token: str | None = None,
     ) -> ChromaIndex:
         """A Chroma server at `url` (e.g. http://127.0.0.1:8000, started by `chroma run`).
 
-        Raises `BackendUnavailable` when nothing answers there.
+        A server behind a token: `token=`, or the URL's password (http://:TOKEN@host:port);
+        it is sent as `Authorization: Bearer TOKEN` (chromadb's token header) and never
+        shown (`urls.redact`). Raises `AuthFailed` when the server refuses it and
+        `BackendUnavailable` when nothing answers there.
         """
         import chromadb
         from chromadb.config import Settings
 
+        where = redact(url, (token,))
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidInput(f"Chroma URL {url!r} must look like http://host:port")
+            raise InvalidInput(f"Chroma URL {where!r} must look like http://host:port")
         if parts.path not in ("", "/"):
-            raise InvalidInput(f"Chroma URL {url!r} must not have a path")
+            raise InvalidInput(f"Chroma URL {where!r} must not have a path")
+        if parts.username:
+            raise InvalidInput(
+                f"Chroma URL {where!r} has a user name; a token goes in the password: "
+                "http://:TOKEN@host:port"
+            )
+        token = token or (unquote(parts.password) if parts.password else None)
+        secrets = tuple(s for s in (token, parts.password) if s)
+        sent = {**dict(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
         ssl = parts.scheme == "https"
         port = parts.port or (443 if ssl else 8000)
+        location = f"Chroma server at {where}"
         try:
+            check_access(parts.hostname, port, tls=ssl, headers=sent)
             client = chromadb.HttpClient(
                 host=parts.hostname,
                 port=port,
                 ssl=ssl,
-                headers=dict(headers or {}),
+                headers=sent,
                 settings=Settings(anonymized_telemetry=False),
             )
         except Exception as e:
+            if is_refused(e):
+                raise refused(location, e, secrets) from None
             if is_unreachable(e):
                 raise BackendUnavailable(
-                    f"cannot reach the Chroma server at {url} ({e}); start it with "
+                    f"cannot reach the {location} ({redact(str(e), secrets)}); start it with "
                     "`chroma run --path <dir> --port <port>` or check the URL"
                 ) from e
             raise
-        transport = QueryTransport(parts.hostname, port, tls=ssl, headers=headers)
-        return cls(client, hnsw=hnsw, location=f"Chroma server at {url}", owns_client=True,
-                   remote=True, transport=transport)
+        transport = QueryTransport(parts.hostname, port, tls=ssl, headers=sent)
+        return cls(client, hnsw=hnsw, location=location, owns_client=True,
+                   remote=True, transport=transport, secrets=secrets)
 
     # ------------------------------------------------------------------ plumbing
     # ------------------------------------------------------------------ VectorIndex

@@ -7,15 +7,28 @@ import random
 import time
 from typing import Any
 
-from reverie.core.errors import BackendUnavailable, InvalidInput, MissingExtra
+from reverie.core.errors import (
+    AuthFailed,
+    BackendUnavailable,
+    InvalidInput,
+    MissingExtra,
+    PermissionDenied,
+    WrongServerKind,
+)
+from reverie.integrations.urls import redact
 
 try:
     import redis
-    from redis.exceptions import RedisError
+    from redis.exceptions import (
+        AuthenticationError,
+        NoPermissionError,
+        RedisClusterException,
+        RedisError,
+    )
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingExtra("The Redis store (reverie.integrations.redis)", "redis") from e
 
-__all__ = ["LostRaces", "client_from_url", "is_redis_url", "safe_url"]
+__all__ = ["LostRaces", "client_from_url", "is_redis_url", "safe_url", "translate"]
 
 _CONNECT_TIMEOUT_S = 5.0
 _SOCKET_TIMEOUT_S = 30.0
@@ -62,24 +75,69 @@ def client_from_url(url: str, **options: Any) -> Any:
         "socket_timeout": _SOCKET_TIMEOUT_S,
         **options,
     }
+    where = safe_url(url)
     try:
         if url.startswith(("redis+cluster://", "rediss+cluster://")):
             return redis.RedisCluster.from_url(url.replace("+cluster://", "://", 1), **kwargs)
         if not is_redis_url(url):
             raise InvalidInput(
-                f"not a Redis URL: {url!r}; use redis://host:port/db, rediss:// (TLS) or "
+                f"not a Redis URL: {where!r}; use redis://host:port/db, rediss:// (TLS) or "
                 "redis+cluster://host:port"
             )
         return redis.Redis.from_url(url, **kwargs)
+    except RedisClusterException as e:
+        raise _cluster_failure(e, where) from None
     except RedisError as e:
-        raise BackendUnavailable(f"cannot connect to Redis at {safe_url(url)}: {e}") from None
+        raise translate(e, f"Redis at {where}", "connecting") from None
     except ValueError as e:
-        raise InvalidInput(f"invalid Redis URL {safe_url(url)}: {e}") from None
+        raise InvalidInput(f"invalid Redis URL {where}: {redact(str(e))}") from None
+
+
+def _cluster_failure(e: RedisClusterException, where: str) -> Exception:
+    """RedisCluster's own exception, typed: a plain server behind a cluster URL, refused
+    credentials, or nothing answering."""
+    text = redact(str(e))
+    if "cluster mode is not enabled" in text.lower() or "cluster_enabled" in text.lower():
+        plain = where.replace("+cluster://", "://", 1)
+        return WrongServerKind(
+            f"{where} is a plain Redis server, not a Redis Cluster (cluster mode is not "
+            f"enabled on it); open it as {plain} instead"
+        )
+    cause = e.__cause__ or e.__context__
+    if isinstance(cause, RedisError):
+        return translate(cause, f"the Redis Cluster at {where}", "connecting")
+    if "auth" in text.lower() or "wrongpass" in text.lower() or "noauth" in text.lower():
+        return translate(AuthenticationError(text), f"the Redis Cluster at {where}", "connecting")
+    return BackendUnavailable(
+        f"cannot connect to the Redis Cluster at {where}: {text}; check the URL and that "
+        "the cluster's nodes are up"
+    )
+
+
+def translate(e: BaseException, where: str, doing: str) -> BackendUnavailable:
+    """A redis-py failure as a typed reverie error that says what to fix: refused
+    credentials (`AuthFailed`), an ACL user lacking a command (`PermissionDenied`), else
+    an outage (`BackendUnavailable`). `where` is already redacted; so is redis' text."""
+    text = redact(str(e))
+    if isinstance(e, AuthenticationError):
+        return AuthFailed(
+            f"{where} refused the credentials while {doing} ({text}); put the right password "
+            "in the URL (redis://:PASSWORD@host:port/db, or redis://USER:PASSWORD@host:port/db "
+            "for an ACL user). Nothing was applied."
+        )
+    if isinstance(e, NoPermissionError):
+        return PermissionDenied(
+            f"{where}: the Redis user may not do what reverie needs while {doing} ({text}); "
+            "grant it reverie's commands and keys (e.g. ACL SETUSER <user> +@all "
+            "~rv:* with the default key prefix rv) or connect as another user. Nothing was "
+            "applied."
+        )
+    return BackendUnavailable(
+        f"{where} failed while {doing}: {type(e).__name__}: {text}; nothing of the failed "
+        "operation was applied — check that the server is up and retry"
+    )
 
 
 def safe_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
-    return url
+    """The URL without its password or token, for messages, repr and logs."""
+    return redact(url)

@@ -72,6 +72,7 @@ from reverie.core.errors import BackendUnavailable, InvalidInput, ReverieError
 from reverie.core.indexing import IndexWrite, merge
 from reverie.core.models import validate_namespace
 from reverie.core.ports import Vector, VectorHit, VectorIndex, VectorItem
+from reverie.integrations.redis.connection import translate
 from reverie.integrations.redis.keys import DEFAULT_PREFIX, NamespaceKeys, validate_prefix
 
 try:
@@ -470,9 +471,7 @@ class OutboxIndex:
         try:
             return fn(*args)
         except RedisError as e:
-            raise BackendUnavailable(
-                f"Redis failed while queueing vector writes: {type(e).__name__}: {e}"
-            ) from None
+            raise translate(e, "Redis", "queueing vector writes") from None
 
     # --- reads and the rest: the index's -------------------------------------------------
 

@@ -62,6 +62,7 @@ from reverie.integrations.redis.connection import (
     client_from_url,
     is_redis_url,
     safe_url,
+    translate,
 )
 from reverie.integrations.redis.keys import (
     DEFAULT_PREFIX,
@@ -76,7 +77,7 @@ from reverie.integrations.redis.plan import (
     CheckedBatch,
     Command,
     check_batch,
-        load_journal_entry,
+    load_journal_entry,
     parse_doc,
     plan_commit,
     plan_delete,
@@ -86,6 +87,7 @@ from reverie.integrations.redis.reads import Lua, Pipelined, Request, Steps
 from reverie.integrations.redis.reads import chunks as _chunks
 from reverie.integrations.redis.reads import unique as _unique
 from reverie.integrations.store_values import check_ttl, check_window, dumps, lease_holder
+from reverie.integrations.urls import redact
 
 __all__ = ["RedisStore", "client_from_url", "is_redis_url"]
 
@@ -158,7 +160,7 @@ class RedisStore:
     def __init__(self, client: Any, *, prefix: str = DEFAULT_PREFIX, name: str = "redis") -> None:
         self._client = client
         self._prefix = validate_prefix(prefix)
-        self._name = name
+        self._name = redact(name)  # shown in repr and messages
         self._namespaces_key, self._meta_key = global_keys(self._prefix)
         self._closed = False
         self._cluster = isinstance(client, redis.RedisCluster)
@@ -199,10 +201,7 @@ class RedisStore:
     # --- plumbing -------------------------------------------------------------------------
 
     def _unavailable(self, e: Exception) -> BackendUnavailable:
-        return BackendUnavailable(
-            f"Redis at {self._name} failed: {type(e).__name__}: {e}; nothing of the failed "
-            "operation was applied — check that the server is up and retry"
-        )
+        return translate(e, f"Redis at {self._name}", "running a store operation")
 
     def _guard(self, fn: Callable[..., T], *args: Any) -> T:
         if self._closed:

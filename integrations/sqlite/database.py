@@ -24,7 +24,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from reverie.core.errors import BackendUnavailable, InvalidInput, SchemaTooNew, StoreCorrupt
+from reverie.core.errors import (
+    BackendUnavailable,
+    InvalidInput,
+    SchemaTooNew,
+    StorageFull,
+    StoreCorrupt,
+)
 from reverie.integrations.sqlite.schema import (
     MARKER_NAME,
     MARKER_VALUE,
@@ -53,10 +59,22 @@ def marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+_SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
+
+
 class Database:
     """The connection to one reverie SQLite file, and its transactions."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        """`synchronous`: NORMAL (the default) loses no commit to a killed process, but a
+        power loss or OS crash may roll back the last commits (never corrupting the file);
+        FULL syncs the WAL at every commit, so an acknowledged write survives those too,
+        at the cost of one fsync per write (docs/durability.md)."""
+        sync = str(synchronous).upper()
+        if sync not in _SYNCHRONOUS:
+            raise InvalidInput(
+                f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}"
+            )
         self._memory = os.fspath(path) == ":memory:"
         self._path = Path(os.fspath(path))
         self.lock = threading.RLock()
@@ -86,7 +104,7 @@ class Database:
                         f"SQLite refused WAL mode for {self._path} (got {mode!r}); put the "
                         "store on a local file system"
                     )
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {sync}")
             conn.execute("PRAGMA foreign_keys = ON")
             # forget is for privacy: freed bytes are zeroed, not left readable in the file
             conn.execute("PRAGMA secure_delete = ON")
@@ -191,6 +209,12 @@ class Database:
                 f"the reverie store at {self._path} stayed locked by another writer for more "
                 f"than {_BUSY_TIMEOUT_MS // 1000} s ({msg}); retry later"
             )
+        elif _is_full(e):
+            translated = StorageFull(
+                f"the reverie store at {self._path} cannot grow: {msg}. The write was not "
+                "applied and the store stays readable; free disk space (or raise the size "
+                "limit), then retry"
+            )
         elif "malformed" in msg or "not a database" in msg:
             translated = self.corrupt(f"is damaged ({msg})")
         return translated
@@ -234,3 +258,11 @@ class Database:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+_SQLITE_FULL = 13
+
+
+def _is_full(e: sqlite3.Error) -> bool:
+    """SQLITE_FULL: the disk is full or the file reached `max_page_count`."""
+    return getattr(e, "sqlite_errorcode", None) == _SQLITE_FULL or "disk is full" in str(e)

@@ -55,11 +55,16 @@ class SQLiteStore:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, decoded_records: int = DECODED_RECORDS
+        self,
+        path: str | os.PathLike[str],
+        *,
+        decoded_records: int = DECODED_RECORDS,
+        synchronous: str = "NORMAL",
     ) -> None:
         """`decoded_records`: how many decoded records to keep for re-reads (about 2 KB
-        each; 0 turns it off), see core.codec.DecodedRecords."""
-        self._db = Database(path)
+        each; 0 turns it off), see core.codec.DecodedRecords. `synchronous`: "NORMAL", or
+        "FULL" for commits that survive a power loss (`sqlite.database.Database`)."""
+        self._db = Database(path, synchronous=synchronous)
         self._text = FullText(self._db.path, self._db.lock)
         self._decoded = DecodedRecords(decoded_records)  # recall re-reads the same records
 
