@@ -82,6 +82,7 @@ class Settings:
     store: str | None
     vectors: str | None
     namespace: str
+    vectors_token: str | None = None
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -108,6 +109,7 @@ def _open(ctx: typer.Context, *, model: bool, check_embedder: bool = True) -> Me
         s.home,
         store=s.store,
         vectors=s.vectors,
+        vectors_token=s.vectors_token,
         embedder=embedder,
         namespace=s.namespace,
         check_embedder=check_embedder,
@@ -246,9 +248,16 @@ def _global(
         str,
         typer.Option("--namespace", "-n", help="Namespace (tenant) to work in."),
     ] = "default",
+    vectors_token: Annotated[
+        str | None,
+        typer.Option(
+            "--vectors-token",
+            help="Token of a Chroma server behind one (default: $REVERIE_CHROMA_TOKEN).",
+        ),
+    ] = None,
 ) -> None:
     """Long-term memory for LLM agents that forgets on purpose."""
-    ctx.obj = Settings(home, store, vectors, namespace)
+    ctx.obj = Settings(home, store, vectors, namespace, vectors_token)
 
 
 @app.command()
@@ -288,7 +297,9 @@ def demo(
 
     s = _settings(ctx)
     # The demo's closing hint says `reverie demo --home DIR`: the options work on either side.
-    s = Settings(home_here or s.home, s.store, s.vectors, namespace_here or s.namespace)
+    s = Settings(
+        home_here or s.home, s.store, s.vectors, namespace_here or s.namespace, s.vectors_token
+    )
     if s.home is not None:
         home = s.home.expanduser()
         home.mkdir(parents=True, exist_ok=True)
@@ -516,13 +527,21 @@ def forget(
 
 
 def _locations(s: Settings) -> tuple[Path, str, str]:
-    """Where the data lives, as open_engine resolves it (for `stats`)."""
-    from reverie.integrations.factory import ENV_STORE, ENV_VECTORS, default_data_dir
+    """Where the data lives, as open_engine resolves it (for `stats`), with every password
+    and token masked."""
+    from reverie.integrations.factory import (
+        ENV_CHROMA_TOKEN,
+        ENV_STORE,
+        ENV_VECTORS,
+        default_data_dir,
+    )
+    from reverie.integrations.urls import redact
 
     home = s.home.expanduser() if s.home is not None else default_data_dir()
     store = s.store or os.environ.get(ENV_STORE) or str(home / "memory.db")
     vectors = s.vectors or os.environ.get(ENV_VECTORS) or str(home / "vectors")
-    return home, store, vectors
+    secrets = (s.vectors_token, os.environ.get(ENV_CHROMA_TOKEN))
+    return home, redact(store, secrets), redact(vectors, secrets)
 
 
 @app.command()

@@ -278,3 +278,25 @@ def test_store_named_by_the_caller_is_masked(redis_pw: tuple[ServerProcess, int]
         assert_clean(repr(store))
     finally:
         store.close()
+
+
+def test_cli_stats_shows_no_password_or_token(
+    proxy: TokenProxy, redis_pw: tuple[ServerProcess, int], tmp_path: Path
+) -> None:
+    """`reverie stats`, table and JSON, with the password in --store and the token given
+    by --vectors-token: the locations are shown, the credentials are not."""
+    from typer.testing import CliRunner
+
+    from reverie.adapters.cli.app import app
+
+    _, port = redis_pw
+    args = [
+        "--home", str(tmp_path), "--store", f"redis://:{PASSWORD}@127.0.0.1:{port}/0",
+        "--vectors", proxy.url, "--vectors-token", TOKEN, "-n", "cred-cli", "stats",
+    ]
+    runner = CliRunner()
+    for extra in ([], ["--json"]):
+        result = runner.invoke(app, args + extra, env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert f"127.0.0.1:{port}" in result.output
+        assert_clean(result.output)
