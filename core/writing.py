@@ -10,13 +10,10 @@ with a new value for its key supersedes the current unit.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-import numpy as np
 
 from . import updates, vector_sync
 from .cas import retry_conflicts
@@ -40,9 +37,9 @@ from .models import (
 from .ports import Synthesizer, Vector, WriteBatch
 from .scoring import next_confidence, qualifies_as_crystal
 from .text import content_hash, extract_entities, initial_importance, strip_speaker
+from .version_links import Recent, VersionLinks
 
 _ENTITIES_LINKED = 8  # entities of a new memory that get entity edges
-_RECENT_NAMESPACES = 1024  # namespaces whose recent turns are kept (least recent dropped)
 UPDATE_KEY = "reverie_update"  # metadata of a newer version: which memory, and why
 SUPERSEDED_KEY = "reverie_superseded"  # metadata of a retired version: by which, and why
 
@@ -73,22 +70,10 @@ class Prepared:
     reading: updates.Reading
 
 
-@dataclass(frozen=True, slots=True)
-class _Recent:
-    """A trace just written, kept for the update check of the turns after it: its vector
-    (not yet in the index while it waits in the write-behind queue), as the context of an
-    elliptical update after it or as the version an update replaces."""
-
-    memory: Memory
-    vector: Vector
-    assistant: bool
-    reading: updates.Reading
-
-
 class WritePath:
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
-        self._recent: OrderedDict[str, deque[_Recent]] = OrderedDict()
+        self.versions = VersionLinks(ctx)
 
     # ------------------------------------------------------------------ traces
 
@@ -175,11 +160,11 @@ class WritePath:
     ) -> tuple[Memory, Memory | None, bool]:
         store = self.ctx.store
         edges = self._entity_edges(ns, p.memory)
-        looked = self._candidates(ns, p, vec)
+        looked = self.versions.candidates(ns, p, vec)
 
         def attempt() -> tuple[Memory, Memory | None, bool]:
             memory = p.memory
-            link = self._version_link(ns, p, vec, *looked) if looked else None
+            link = self.versions.link(ns, p, vec, *looked) if looked else None
             puts: list[Memory] = []
             batch_edges = list(edges)
             superseded = None
@@ -211,130 +196,8 @@ class WritePath:
             if again is None:
                 raise
             return self._fold(ns, again.id, p.source, p.when), None, False
-        self._remember_recent(ns, _Recent(out[0], vec, p.assistant, p.reading))
+        self.versions.remember(ns, Recent(out[0], vec, p.assistant, p.reading))
         return out
-
-    # ------------------------------------------------------------------ versions
-
-    def _candidates(
-        self, ns: str, p: Prepared, vec: Vector
-    ) -> tuple[dict[str, float], dict[str, float]] | None:
-        """The earlier traces this one may be a newer version of: by its own cosine, and by
-        the cosine of the intro turn just before it (for an elliptical update). Looked up
-        only when the judgement could link anything at all (a change word, a preference,
-        or an elliptical text after an intro turn), so a plain observe costs no query: the vector
-        index's nearest (those indexed) and this engine's recent turns (their vectors may
-        still wait in the write-behind queue)."""
-        policy = self.ctx.policy.updates
-        if not policy.detect_updates or p.assistant or policy.neighbours <= 0:
-            return None
-        recent = list(self._recent.get(ns, ()))
-        context: list[_Recent] = []
-        if len(p.reading.words) <= policy.elliptical_words and policy.context_turns > 0:
-            turns = [r for r in recent if not r.assistant and r.memory.created_at <= p.when]
-            context = [
-                r for r in turns[-policy.context_turns :]
-                if updates.introduces(r.reading)
-                and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
-            ]
-        if not (p.reading.cue or p.reading.state or context):
-            return None
-        own = self._near(ns, vec, recent, ())
-        lent: dict[str, float] = {}
-        skip = {c.memory.id for c in context}
-        for c in context:
-            for mid, sim in self._near(ns, c.vector, recent, skip).items():
-                lent[mid] = max(lent.get(mid, 0.0), sim)
-        return own, lent
-
-    def _near(
-        self, ns: str, vec: Vector, recent: Sequence[_Recent], skip: Iterable[str]
-    ) -> dict[str, float]:
-        policy = self.ctx.policy.updates
-        out: dict[str, float] = {}
-        hits = self.ctx.vectors.query(ns, vec, policy.neighbours, {"status": Status.ACTIVE.value})
-        for h in hits:
-            if h.similarity >= policy.min_similarity:
-                out[h.id] = h.similarity
-        if recent:
-            for r, sim in zip(recent, _cosines(vec, [r.vector for r in recent]), strict=True):
-                if sim >= policy.min_similarity and sim > out.get(r.memory.id, -1.0):
-                    out[r.memory.id] = sim
-        for mid in skip:
-            out.pop(mid, None)
-        return out
-
-    def _version_link(
-        self,
-        ns: str,
-        p: Prepared,
-        vec: Vector,
-        neighbours: Mapping[str, float],
-        lent: Mapping[str, float],
-    ) -> tuple[Memory, updates.Signals] | None:
-        """The earlier trace this one is a newer version of, with the signals that say so
-        (core/updates.py), or None. An assistant's words are never a newer version."""
-        ctx = self.ctx
-        policy = ctx.policy.updates
-        recent = list(self._recent.get(ns, ()))
-        ids = set(neighbours) | {i for i, s in lent.items() if s >= policy.min_similarity}
-        ids.discard(p.memory.id)
-        if not ids:
-            return None
-        known = {t.memory.id: t for t in recent}
-        speakers = [t.reading.speaker for t in recent] + [p.reading.speaker]
-        participants = frozenset(x for x in speakers if x is not None)
-        # the records are read even for recent turns: a retired version is written
-        # compare-and-set over its current version, and recall may have touched it since
-        found = ctx.store.get_many(ns, sorted(ids))
-        best: tuple[Memory, updates.Signals] | None = None
-        for mid in sorted(ids):
-            r: _Recent | None = known.get(mid)
-            m = found.get(mid)
-            if m is None or not _may_be_outdated(m, p):
-                continue
-            if r is not None:
-                if r.assistant:
-                    continue
-                reading = r.reading
-            else:
-                if updates.is_assistant(m.text, m.metadata):
-                    continue
-                reading = updates.read(m.text)
-            if not reading.values and len(reading.words) < 3:
-                continue  # "About my pay.": it names a subject, it states nothing
-            own = neighbours.get(mid)
-            if own is None:
-                own = _cosines(vec, [r.vector])[0] if r is not None else 0.0
-            signals = updates.judge(
-                p.reading, reading, own, lent.get(mid, 0.0), ctx.policy, participants
-            )
-            if signals.verdict is updates.Verdict.NONE:
-                continue
-            rank = (signals.verdict is updates.Verdict.SUPERSEDES, signals.score)
-            if best is None or rank > (
-                best[1].verdict is updates.Verdict.SUPERSEDES, best[1].score
-            ):
-                best = (m, signals)
-        return best
-
-    def _remember_recent(self, ns: str, item: _Recent) -> None:
-        size = self.ctx.policy.updates.recent_turns
-        q = self._recent.get(ns)
-        if q is None:
-            q = self._recent[ns] = deque(maxlen=size)
-            while len(self._recent) > _RECENT_NAMESPACES:
-                self._recent.popitem(last=False)
-        else:
-            self._recent.move_to_end(ns)
-        q.append(item)
-
-    def forget_recent(self, ns: str | None = None) -> None:
-        """Drop the recent turns kept for update checks (after a forget or a restore)."""
-        if ns is None:
-            self._recent.clear()
-        else:
-            self._recent.pop(ns, None)
 
     def _fold(self, namespace: str, memory_id: str, source: str, when: datetime) -> Memory:
         """A repeat from another source: one more source, more confidence, a fresh clock."""
@@ -548,24 +411,3 @@ class WritePath:
                 if other.id != memory.id and other.id not in linked:
                     linked[other.id] = Edge(memory.id, other.id, EdgeType.ENTITY, 1.0)
         return list(linked.values())
-
-
-def _may_be_outdated(m: Memory, p: Prepared) -> bool:
-    """An earlier, current free-text trace with other words: what a new trace may update."""
-    return (
-        m.is_active
-        and m.key is None
-        and m.tier is Tier.TRACE
-        and m.created_at <= p.when
-        and content_hash(m.text) != p.digest
-    )
-
-
-def _cosines(vec: Vector, rows: Sequence[Vector]) -> list[float]:
-    if not rows:
-        return []
-    q = np.asarray(vec, dtype=np.float32)
-    m = np.stack([np.asarray(r, dtype=np.float32) for r in rows])
-    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
-    sims = (m @ q) / np.where(norms > 0, norms, 1.0)
-    return [float(x) for x in sims]

@@ -1,0 +1,201 @@
+"""Finding the earlier trace a new one is a newer version of, on the write path.
+
+The judgement itself is core/updates.py (pure, text in, signals out); this module gathers
+what it judges: the nearest earlier traces by the vector index, this engine's recent turns
+(their vectors may still wait in the write-behind queue), and the intro turn before an
+elliptical update ("About the dentist." ... "It's 4:30 now.").
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from . import updates
+from .context import EngineContext
+from .models import Memory, Status, Tier
+from .ports import Vector
+from .text import content_hash
+
+_RECENT_NAMESPACES = 1024  # namespaces whose recent turns are kept (least recent dropped)
+
+
+class Turn(Protocol):
+    """What the version search needs of a trace about to be written."""
+
+    @property
+    def memory(self) -> Memory: ...
+    @property
+    def digest(self) -> str: ...
+    @property
+    def when(self) -> datetime: ...
+    @property
+    def assistant(self) -> bool: ...
+    @property
+    def reading(self) -> updates.Reading: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Recent:
+    """A trace just written, kept for the update check of the turns after it: its vector
+    (not yet in the index while it waits in the write-behind queue), as the context of an
+    elliptical update after it or as the version an update replaces."""
+
+    memory: Memory
+    vector: Vector
+    assistant: bool
+    reading: updates.Reading
+
+
+class VersionLinks:
+    """The version search of one engine, with the recent turns it keeps per namespace."""
+
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+        self._recent: OrderedDict[str, deque[Recent]] = OrderedDict()
+
+    def candidates(
+        self, ns: str, p: Turn, vec: Vector
+    ) -> tuple[dict[str, float], dict[str, float]] | None:
+        """The earlier traces this one may be a newer version of: by its own cosine, and by
+        the cosine of the intro turn just before it (for an elliptical update). Looked up
+        only when the judgement could link anything at all (a change word, a preference,
+        or an elliptical text after an intro turn), so a plain observe costs no query: the vector
+        index's nearest (those indexed) and this engine's recent turns (their vectors may
+        still wait in the write-behind queue)."""
+        policy = self.ctx.policy.updates
+        if not policy.detect_updates or p.assistant or policy.neighbours <= 0:
+            return None
+        recent = list(self._recent.get(ns, ()))
+        context: list[Recent] = []
+        if len(p.reading.words) <= policy.elliptical_words and policy.context_turns > 0:
+            turns = [r for r in recent if not r.assistant and r.memory.created_at <= p.when]
+            context = [
+                r for r in turns[-policy.context_turns :]
+                if updates.introduces(r.reading)
+                and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
+            ]
+        if not (p.reading.cue or p.reading.state or context):
+            return None
+        own = self.near(ns, vec, recent, ())
+        lent: dict[str, float] = {}
+        skip = {c.memory.id for c in context}
+        for c in context:
+            for mid, sim in self.near(ns, c.vector, recent, skip).items():
+                lent[mid] = max(lent.get(mid, 0.0), sim)
+        return own, lent
+
+    def near(
+        self, ns: str, vec: Vector, recent: Sequence[Recent], skip: Iterable[str]
+    ) -> dict[str, float]:
+        policy = self.ctx.policy.updates
+        out: dict[str, float] = {}
+        hits = self.ctx.vectors.query(ns, vec, policy.neighbours, {"status": Status.ACTIVE.value})
+        for h in hits:
+            if h.similarity >= policy.min_similarity:
+                out[h.id] = h.similarity
+        if recent:
+            for r, sim in zip(recent, cosines(vec, [r.vector for r in recent]), strict=True):
+                if sim >= policy.min_similarity and sim > out.get(r.memory.id, -1.0):
+                    out[r.memory.id] = sim
+        for mid in skip:
+            out.pop(mid, None)
+        return out
+
+    def link(
+        self,
+        ns: str,
+        p: Turn,
+        vec: Vector,
+        neighbours: Mapping[str, float],
+        lent: Mapping[str, float],
+    ) -> tuple[Memory, updates.Signals] | None:
+        """The earlier trace this one is a newer version of, with the signals that say so
+        (core/updates.py), or None. An assistant's words are never a newer version."""
+        ctx = self.ctx
+        policy = ctx.policy.updates
+        recent = list(self._recent.get(ns, ()))
+        ids = set(neighbours) | {i for i, s in lent.items() if s >= policy.min_similarity}
+        ids.discard(p.memory.id)
+        if not ids:
+            return None
+        known = {t.memory.id: t for t in recent}
+        speakers = [t.reading.speaker for t in recent] + [p.reading.speaker]
+        participants = frozenset(x for x in speakers if x is not None)
+        # the records are read even for recent turns: a retired version is written
+        # compare-and-set over its current version, and recall may have touched it since
+        found = ctx.store.get_many(ns, sorted(ids))
+        best: tuple[Memory, updates.Signals] | None = None
+        for mid in sorted(ids):
+            r: Recent | None = known.get(mid)
+            m = found.get(mid)
+            if m is None or not may_be_outdated(m, p.when, p.digest):
+                continue
+            if r is not None:
+                if r.assistant:
+                    continue
+                reading = r.reading
+            else:
+                if updates.is_assistant(m.text, m.metadata):
+                    continue
+                reading = updates.read(m.text)
+            if not reading.values and len(reading.words) < 3:
+                continue  # "About my pay.": it names a subject, it states nothing
+            own = neighbours.get(mid)
+            if own is None:
+                own = cosines(vec, [r.vector])[0] if r is not None else 0.0
+            signals = updates.judge(
+                p.reading, reading, own, lent.get(mid, 0.0), ctx.policy, participants
+            )
+            if signals.verdict is updates.Verdict.NONE:
+                continue
+            rank = (signals.verdict is updates.Verdict.SUPERSEDES, signals.score)
+            if best is None or rank > (
+                best[1].verdict is updates.Verdict.SUPERSEDES, best[1].score
+            ):
+                best = (m, signals)
+        return best
+
+    def remember(self, ns: str, item: Recent) -> None:
+        size = self.ctx.policy.updates.recent_turns
+        q = self._recent.get(ns)
+        if q is None:
+            q = self._recent[ns] = deque(maxlen=size)
+            while len(self._recent) > _RECENT_NAMESPACES:
+                self._recent.popitem(last=False)
+        else:
+            self._recent.move_to_end(ns)
+        q.append(item)
+
+    def forget_recent(self, ns: str | None = None) -> None:
+        """Drop the recent turns kept for update checks (after a forget or a restore)."""
+        if ns is None:
+            self._recent.clear()
+        else:
+            self._recent.pop(ns, None)
+
+
+def may_be_outdated(m: Memory, when: datetime, digest: str) -> bool:
+    """An earlier, current free-text trace with other words: what a new trace may update."""
+    return (
+        m.is_active
+        and m.key is None
+        and m.tier is Tier.TRACE
+        and m.created_at <= when
+        and content_hash(m.text) != digest
+    )
+
+
+def cosines(vec: Vector, rows: Sequence[Vector]) -> list[float]:
+    if not rows:
+        return []
+    q = np.asarray(vec, dtype=np.float32)
+    m = np.stack([np.asarray(r, dtype=np.float32) for r in rows])
+    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
+    sims = (m @ q) / np.where(norms > 0, norms, 1.0)
+    return [float(x) for x in sims]
