@@ -72,17 +72,26 @@ class InFlight:
 
         self.spans: list[tuple[float, float]] = []
         self._lock = threading.Lock()
+        self._running = 0
         inner = getattr(engine, method)
 
         def wrapped(*args: object, **kwargs: object) -> object:
             t0 = time.perf_counter()
+            with self._lock:
+                self._running += 1
             try:
                 return inner(*args, **kwargs)
             finally:
                 with self._lock:
+                    self._running -= 1
                     self.spans.append((t0, time.perf_counter()))
 
         setattr(engine, method, wrapped)
+
+    def in_flight(self) -> int:
+        """Calls running now."""
+        with self._lock:
+            return self._running
 
     def max_concurrent(self) -> int:
         events = sorted([(s, 1) for s, _ in self.spans] + [(e, -1) for _, e in self.spans])

@@ -4,7 +4,6 @@ SQLite file, embedded Chroma and the real MiniLM model."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,34 +101,30 @@ def test_retriever_async_matches_sync_and_twenty_calls_overlap(engine: MemoryEng
     # arecall runs the class's recall in a worker thread; each recall embeds its query once
     probe = InFlight(engine.embedder, "embed")  # type: ignore[arg-type]
 
-    async def run() -> tuple[list[str], float, float]:
+    async def run() -> tuple[list[str], int]:
         first = await r.ainvoke("meeting about topic 7")
         probe.spans.clear()
-        gaps: list[float] = []
+        beats_during_recall = 0
         done = asyncio.Event()
 
         async def heartbeat() -> None:  # the loop must keep ticking while recalls run
-            last = time.perf_counter()
+            nonlocal beats_during_recall
             while not done.is_set():
-                await asyncio.sleep(0.005)
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
+                await asyncio.sleep(0)
+                if probe.in_flight():
+                    beats_during_recall += 1
 
         beat = asyncio.create_task(heartbeat())
-        t = time.perf_counter()
         await asyncio.gather(*(r.ainvoke(f"meeting about topic {i}") for i in range(20)))
-        wall = time.perf_counter() - t
         done.set()
         await beat
-        return [d.metadata["id"] for d in first], wall, max(gaps)
+        return [d.metadata["id"] for d in first], beats_during_recall
 
-    async_ids, wall, worst_gap = asyncio.run(run())
+    async_ids, beats = asyncio.run(run())
     assert async_ids == sync_ids
     assert len(probe.spans) == 20
     assert probe.max_concurrent() >= 4, probe.max_concurrent()
-    assert wall < 0.5 * probe.busy_sum(), (wall, probe.busy_sum())
-    assert worst_gap < 0.5 * wall, (worst_gap, wall)
+    assert beats > 0  # the event loop ran while a recall was in a worker thread
 
 
 def test_retriever_takes_recall_options_per_call(engine: MemoryEngine) -> None:

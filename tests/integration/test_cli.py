@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +85,7 @@ def test_demo_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         return summary
 
     monkeypatch.setattr(demo_module, "run_demo", recording)
-    started = time.perf_counter()
     result = ok(cli(tmp_path / "demo-home", "demo"))
-    elapsed = time.perf_counter() - started
-    assert elapsed < 60, f"the demo took {elapsed:.1f}s"
     assert "Every hit says why it ranked" in result.stdout
     [s] = shown
     assert s["ingest"]["lines"] == 78
