@@ -288,41 +288,36 @@ def test_twenty_concurrent_agets_overlap_and_the_loop_keeps_ticking(
 
     monkeypatch.setattr(engine.lexical, "search", networked_search)
 
-    async def serial() -> float:
-        t = time.perf_counter()
+    async def serial() -> None:
         for q in queries:
             await block.aget(q)
-        return time.perf_counter() - t
 
-    serial_s = float(run(serial()))  # type: ignore[arg-type]
+    run(serial())
     assert peak == 1
 
-    async def concurrent() -> tuple[float, int, list[str]]:
+    async def concurrent() -> tuple[int, list[str]]:
         ticks = 0
         done = asyncio.Event()
 
         async def ticker() -> None:
             nonlocal ticks
             while not done.is_set():
-                ticks += 1
-                await asyncio.sleep(0.005)
+                await asyncio.sleep(0)
+                with lock:
+                    ticks += inflight > 0
 
         tick_task = asyncio.create_task(ticker())
-        t = time.perf_counter()
         outs = await asyncio.gather(*(block.aget(q) for q in queries))
-        total = time.perf_counter() - t
         done.set()
         await tick_task
-        return total, ticks, outs
+        return ticks, outs
 
-    total, ticks, outs = run(concurrent())  # type: ignore[misc]
+    ticks, outs = run(concurrent())  # type: ignore[misc]
     assert all("Porto" in o for o in outs)
     assert peak >= 4  # several recalls inside the engine at the same moment
-    assert serial_s > 20 * ROUND_TRIP
-    assert total < 0.5 * serial_s, (total, serial_s)
     # the loop kept turning while the recalls were in flight (a blocking call would
     # have frozen it for the whole batch: zero ticks in between)
-    assert ticks >= total / 0.005 / 4, (ticks, total)
+    assert ticks > 0
 
 
 # ---------------------------------------------------------------------- retriever
