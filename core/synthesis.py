@@ -8,6 +8,7 @@ field was wrong and what was expected.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -228,3 +229,30 @@ class ExtractiveSynthesizer:
             temporal_anchors=tuple(anchors),
             importance=max(m.importance for m in members),
         )
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's answer: the whole answer, inside code fences, or the
+    outermost {...} of a chatty answer. Anything else raises `SynthesisFailed` quoting the
+    start of what came back, so the report (and the re-ask) shows what the model said.
+    Every LLM port parses with this, so models are held to one rule."""
+    raw = (text or "").strip()
+    attempts = [raw, _FENCE.sub("", raw).strip()]
+    start, end = raw.find("{"), raw.rfind("}")
+    if 0 <= start < end:
+        attempts.append(raw[start : end + 1])
+    for candidate in dict.fromkeys(attempts):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+        raise SynthesisFailed(
+            f"the model answered JSON of type {type(value).__name__}, not an object: "
+            f"{raw[:200]!r}"
+        )
+    raise SynthesisFailed(f"the model's answer is not a JSON object: {raw[:200]!r}")

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from reverie.core.errors import InvalidInput, MissingExtra, SynthesisFailed
+from reverie.core.synthesis import parse_json_object
 
 __all__ = ["OpenAISynthesizer", "parse_json_object"]
 
@@ -28,26 +28,6 @@ _SYSTEM = (
     "You answer with exactly one JSON object and nothing else: no prose, no code fences. "
     "It must match this JSON schema:\n{schema}"
 )
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The one JSON object of an answer (bare or inside code fences), else `SynthesisFailed`
-    quoting the start of what came back, so the report shows what the model said."""
-    raw = (text or "").strip()
-    for candidate in dict.fromkeys([raw, _FENCE.sub("", raw).strip()]):
-        try:
-            value = json.loads(candidate)
-        except ValueError as e:
-            error = e
-            continue
-        if isinstance(value, dict):
-            return value
-        raise SynthesisFailed(
-            f"the model answered JSON of type {type(value).__name__}, not an object: "
-            f"{raw[:200]!r}"
-        )
-    raise SynthesisFailed(f"the model's answer is not valid JSON ({error}): {raw[:200]!r}")
 
 
 class OpenAISynthesizer:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from reverie.core.errors import InvalidInput, InvalidVector, MissingExtra, SynthesisFailed
 from reverie.core.ports import Embedder, Vector
+from reverie.core.synthesis import parse_json_object
 
 try:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -41,7 +41,6 @@ _SYSTEM = (
     "You answer with exactly one JSON object and nothing else: no prose, no code fences. "
     "It must match this JSON schema:\n{schema}"
 )
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 
 
 def _normalised(rows: Sequence[Sequence[float]], name: str, dim: int | None) -> Vector:
@@ -132,28 +131,6 @@ class ReverieEmbedding(BaseEmbedding):
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self._get_text_embeddings, texts)
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a model's answer: the whole answer, or inside code fences, or
-    the outermost {...} of a chatty answer. Anything else raises `SynthesisFailed`."""
-    raw = (text or "").strip()
-    attempts = [raw, _FENCE.sub("", raw).strip()]
-    start, end = raw.find("{"), raw.rfind("}")
-    if 0 <= start < end:
-        attempts.append(raw[start : end + 1])
-    for candidate in attempts:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-        raise SynthesisFailed(
-            f"the model answered JSON of type {type(value).__name__}, not an object: "
-            f"{raw[:200]!r}"
-        )
-    raise SynthesisFailed(f"the model's answer is not a JSON object: {raw[:200]!r}")
 
 
 class LlamaIndexSynthesizer:

@@ -62,7 +62,7 @@ def test_a_refused_connection_is_synthesis_failed() -> None:
 
 def test_answers_that_are_not_one_json_object() -> None:
     assert parse_json_object('```json\n{"a": 1}\n```') == {"a": 1}
-    with pytest.raises(SynthesisFailed, match="not valid JSON"):
+    with pytest.raises(SynthesisFailed, match="not a JSON object"):
         parse_json_object('{"synthesis": "Tom adopted')  # truncated
     with pytest.raises(SynthesisFailed, match="not an object"):
         parse_json_object("[1, 2]")
