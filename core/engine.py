@@ -401,7 +401,9 @@ class MemoryEngine:
         """Real deletion, for privacy: the records, their edges, lexical entries and vectors,
         and every synthesis derived from them (its other members become active again;
         core/deletion.py). Returns the number of records deleted, cascade included."""
-        return self._maintenance.forget(memory_ids, namespace)
+        deleted = self._maintenance.forget(memory_ids, namespace)
+        self._writes.versions.forget_recent()  # no forgotten text stays in the write path
+        return deleted
 
     def gc(
         self,
@@ -432,7 +434,9 @@ class MemoryEngine:
 
     def forget_namespace(self, namespace: str) -> int:
         """Delete everything a namespace holds (a user's right to erasure)."""
-        return self._maintenance.forget_namespace(namespace)
+        deleted = self._maintenance.forget_namespace(namespace)
+        self._writes.versions.forget_recent()  # no forgotten text stays in the write path
+        return deleted
 
     # ------------------------------------------------------------------ inspection
 

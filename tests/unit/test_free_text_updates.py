@@ -265,3 +265,17 @@ def test_a_long_chat_turn_is_no_newer_version() -> None:
     )
     assert verdict(long_turn, old, 0.8) is Verdict.NONE
     assert verdict("Actually we moved to Lisbon.", old, 0.8) is not Verdict.NONE
+
+
+def test_forget_leaves_no_text_in_the_recent_turns_kept_for_updates(engine: MemoryEngine) -> None:
+    """The write path keeps recent turns (with their text) to judge the next update; a
+    forgotten memory must not stay there."""
+    kept = engine.observe("user: my locker code is 4471")
+    engine.observe("user: the gym opens at six")
+    engine.forget(kept.id)
+    recent = [r.memory.id for q in engine._writes.versions._recent.values() for r in q]
+    assert kept.id not in recent
+    other = engine.observe("user: my bike lock code is 9920", namespace="ns2")
+    engine.forget_namespace("ns2")
+    recent = [r.memory.id for q in engine._writes.versions._recent.values() for r in q]
+    assert other.id not in recent
