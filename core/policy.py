@@ -142,6 +142,13 @@ class FunnelPolicy:
     crystal_importance: float = _num(0.80, _UNIT)
     entity_link_limit: int = _num(3)  # entity edges to the most recent memories sharing an entity
     max_text_chars: int = _num(8000, _POSITIVE)
+    # Argument limits (core/validation.py): what one write may carry beside its text. Larger
+    # limits let a caller store more per memory; each byte is read back by every recall
+    # that returns the memory, and a deep structure costs a recursion in every encoder.
+    max_metadata_bytes: int = _num(65_536, _POSITIVE)  # a memory's metadata as UTF-8 JSON
+    max_metadata_depth: int = _num(32, _POSITIVE)  # nesting of dicts and lists in metadata
+    max_entities: int = _num(256, _POSITIVE)  # entities given with one observation
+    max_name_chars: int = _num(512, _POSITIVE)  # an entity, a source or a memory id
     extraction_batch_size: int = _num(8, _POSITIVE)  # traces per LLM call of the fact extractor
 
     def __post_init__(self) -> None:
@@ -230,6 +237,10 @@ class RetrievalPolicy:
     context_weight: float = _num(0.1, _UNIT)
     context_window_seconds: float = _num(120.0)
     context_seeds: int = _num(20)
+    # The largest k and token budget recall accepts: a larger k reads and ranks more
+    # candidates per call (each one a record read), so a typo'd 10**9 is refused, not run.
+    max_recall_k: int = _num(10_000, _POSITIVE)
+    max_token_budget: int = _num(10_000_000, _POSITIVE)
 
     def __post_init__(self) -> None:
         _raise(_problems(self))
