@@ -143,9 +143,10 @@ class FunnelPolicy:
     entity_link_limit: int = _num(3)  # entity edges to the most recent memories sharing an entity
     max_text_chars: int = _num(8000, _POSITIVE)
     # Argument limits (core/validation.py): what one write may carry beside its text. Larger
-    # limits let a caller store more per memory; each byte is read back by every recall
-    # that returns the memory, and a deep structure costs a recursion in every encoder.
-    max_metadata_bytes: int = _num(65_536, _POSITIVE)  # a memory's metadata as UTF-8 JSON
+    # limits let a caller store more per memory (a LangGraph item keeps its whole value in
+    # metadata); each byte is read back by every recall that returns the memory, and a deep
+    # structure costs a recursion in every encoder.
+    max_metadata_bytes: int = _num(1_048_576, _POSITIVE)  # a memory's metadata as UTF-8 JSON
     max_metadata_depth: int = _num(32, _POSITIVE)  # nesting of dicts and lists in metadata
     max_entities: int = _num(256, _POSITIVE)  # entities given with one observation
     max_name_chars: int = _num(512, _POSITIVE)  # an entity, a source or a memory id
