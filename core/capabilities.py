@@ -18,10 +18,12 @@ from datetime import datetime
 from typing import Protocol, cast
 
 from .ports import (
+    ErasesResidue,
     FindsNeighbors,
     HandsOutVectors,
     KeepsEmbeddings,
     KnowsCreatedTimes,
+    PurgesLog,
     QueuesWrites,
     ReadsForRecall,
     RecallReadsResult,
@@ -51,6 +53,8 @@ StoredVectors = Callable[[str, Sequence[str]], dict[str, Vector]]
 Neighbors = Callable[[str, Sequence[str], int], Mapping[str, Sequence[VectorHit]]]
 BeginQuery = Callable[[str, Vector, int], SentQuery | None]
 Pending = Callable[[str], int]
+EraseResidue = Callable[[bool], Mapping[str, object]]
+PurgeLog = Callable[[str, Sequence[str]], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,8 @@ class Capabilities:
     neighbors: Neighbors | None = None  # FindsNeighbors
     begin_query: BeginQuery | None = None  # SendsQueries
     pending: Pending | None = None  # QueuesWrites
+    erase_residue: EraseResidue | None = None  # ErasesResidue (store)
+    purge_log: PurgeLog | None = None  # PurgesLog (index)
 
 
 def _has(obj: object, name: str) -> bool:
@@ -119,6 +125,12 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
     def pending(namespace: str) -> int:
         return queue.pending(namespace)
 
+    def erase_residue(compact: bool) -> Mapping[str, object]:
+        return cast(ErasesResidue, store).erase_residue(compact=compact)
+
+    def purge_log(namespace: str, ids: Sequence[str]) -> int:
+        return cast(PurgesLog, vectors).purge_log(namespace, ids)
+
     return Capabilities(
         store_remote=bool(getattr(store, "remote", False)),
         index_remote=bool(getattr(vectors, "remote", False)),
@@ -131,4 +143,6 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
         neighbors=neighbors if _has(vectors, "neighbors") else None,
         begin_query=begin_query if _has(vectors, "begin_query") else None,
         pending=pending if _has(vectors, "pending") else None,
+        erase_residue=erase_residue if _has(store, "erase_residue") else None,
+        purge_log=purge_log if _has(vectors, "purge_log") else None,
     )

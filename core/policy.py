@@ -289,6 +289,11 @@ class MaintenancePolicy:
     trigger_duplicate_sample: int = _num(20, _POSITIVE)  # newest memories checked for repeats
     evict_salience: float = _num(0.15, _UNIT)
     gc_salience: float = _num(0.01, _UNIT)
+    # GC collects a consolidated or archived member once its synthesis has stood this long
+    # (and the member's own salience fell below gc_salience): the synthesis then holds the
+    # member's content and keeps only its id, sources, time and text hash. Longer keeps
+    # fragments around to undo a bad consolidation with; shorter shrinks the store sooner.
+    gc_member_grace_days: float = _num(30.0)
     hard_cap_per_namespace: int = _num(100_000)
     # the sweep distils decayed memories that share no meaning in time-ordered digests of at
     # most this many: an extractive digest's embedding blurs as it grows

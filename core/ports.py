@@ -363,3 +363,21 @@ class QueuesWrites(Protocol):
     outbox), shown by `stats`."""
 
     def pending(self, namespace: str) -> int: ...
+
+
+@runtime_checkable
+class ErasesResidue(Protocol):
+    """Deleted bytes leave the store's own files and logs too (SQLiteStore: the WAL is
+    checkpointed and truncated; RedisStore: with `compact`, the AOF is rewritten and an
+    RDB snapshot retaken). Returns what was done, for the caller's report."""
+
+    def erase_residue(self, *, compact: bool = False) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class PurgesLog(Protocol):
+    """Deleted vectors leave the index's write log too (embedded Chroma keeps every
+    write in its `embeddings_queue` until its segments persist). Returns the number of
+    log entries removed."""
+
+    def purge_log(self, namespace: str, ids: Sequence[str]) -> int: ...
