@@ -9,7 +9,8 @@ part that does the work, all of them sharing one `EngineContext` (core/context.p
 - recall, core/recall.py (results in core/results.py);
 - maintenance, core/maintenance.py: consolidate, maintenance_due, sweep, gc, forget;
 - administration, core/admin.py: get, history, stats, namespaces, memories, export,
-  import_, repair.
+  import_, repair;
+- undo of a supersession, core/restore.py: restore.
 
 It does no I/O itself; every byte goes through a port. Optional store and index
 features are resolved once, here (core/capabilities.py).
@@ -50,6 +51,7 @@ from .ports import (
 )
 from .recall import RecallPath
 from .reinforcement import Reinforcer
+from .restore import restore_version
 from .results import Hit, RecallResult, render_hit
 from .triggers import RetrievalLog, Trigger
 from .writing import Observation, WritePath
@@ -362,6 +364,18 @@ class MemoryEngine:
             raise InvalidInput("history needs a subject and a predicate, or a memory_id")
         return self._admin.history(subject, predicate, namespace, kind)
 
+    def restore(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        """Undo a supersession: the superseded version `memory_id` becomes current again,
+        and the version that replaced it is superseded by it (a REM synthesis is unlinked
+        instead, since it holds other memories too). One atomic write; the reason is kept
+        in both records' metadata ("reverie_restored", "reverie_superseded") and shows in
+        `history(memory_id=...)` and in recall's explanation (core/restore.py). Raises
+        `NotFound` for an id this namespace does not hold and `NotSuperseded` for a
+        version that is not superseded; nothing is written then."""
+        restored = restore_version(self._ctx, memory_id, namespace)
+        self._writes.versions.forget_recent(restored.namespace)
+        return restored
+
     # ------------------------------------------------------------------ consolidation (REM)
 
     def consolidate(
@@ -514,6 +528,7 @@ class MemoryEngine:
     aconsolidate = _to_thread(consolidate)
     amaintenance_due = _to_thread(maintenance_due)
     ahistory = _to_thread(history)
+    arestore = _to_thread(restore)
     aforget = _to_thread(forget)
     aforget_namespace = _to_thread(forget_namespace)
     agc = _to_thread(gc)

@@ -103,3 +103,9 @@ class StorageFull(BackendUnavailable):
 class WrongServerKind(InvalidInput):
     """The URL names a kind of server that is not the one answering there (a Redis Cluster
     URL pointed at a plain Redis server); change the URL's scheme."""
+
+
+class NotSuperseded(InvalidInput):
+    """`restore` was asked to bring back a memory that is not a superseded version (it is
+    current, consolidated or archived): nothing was written. Restore the superseded
+    version itself (see `history(memory_id=...)`)."""

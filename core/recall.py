@@ -26,6 +26,7 @@ from .models import Kind, Memory, Status, parse_kind
 from .packing import pack
 from .ports import SentQuery, Vector, VectorHit
 from .recall_reads import CandidateReads, LexicalSide
+from .restore import restored_note
 from .results import Hit, RecallResult, render_hit
 from .retrieval import (
     Candidate,
@@ -387,7 +388,7 @@ class RecallPath:
                     hops=r.candidate.hops,
                     via=r.candidate.via,
                     context=r.candidate.context,
-                    note=(notes or {}).get(r.memory.id),
+                    note=(notes or {}).get(r.memory.id) or restored_note(r.memory),
                 ),
             )
             for r in top

@@ -48,7 +48,13 @@ from reverie.core import (
     UnknownKind,
 )
 from reverie.core.engine import Hit, MemoryEngine, Observation, RecallResult
-from reverie.core.errors import AuthFailed, PermissionDenied, StorageFull, WrongServerKind
+from reverie.core.errors import (
+    AuthFailed,
+    NotSuperseded,
+    PermissionDenied,
+    StorageFull,
+    WrongServerKind,
+)
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -72,6 +78,7 @@ __all__ = [
     "MemoryEngine",
     "MissingExtra",
     "NotFound",
+    "NotSuperseded",
     "Observation",
     "PermissionDenied",
     "Policy",
