@@ -499,6 +499,26 @@ def pin(
 
 @app.command()
 @_handled
+def restore(
+    ctx: typer.Context,
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The superseded version to make current.")
+    ],
+) -> None:
+    """Undo a wrong supersession: make an older version current again.
+
+    The version that replaced it is superseded by it (a consolidation summary is unlinked
+    instead), in one write; both keep the reason, shown by `reverie recall --history`."""
+    with _open(ctx, model=False) as engine:
+        m = engine.restore(memory_id)
+    over = m.metadata.get("reverie_restored", {})
+    over_id = over.get("over") if isinstance(over, dict) else None
+    note = f"current again; {over_id} is now superseded by it" if over_id else "current again"
+    out.print(_memory_panel(m, "restored", note=note))
+
+
+@app.command()
+@_handled
 def forget(
     ctx: typer.Context,
     memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The ids to delete.")],
@@ -1006,6 +1026,61 @@ def mcp(
                       f"(namespace {namespace or engine.default_namespace!r}); Ctrl-C stops it")
         serve(engine, transport=transport,  # type: ignore[arg-type]
               host=host, port=port, namespace=namespace)
+
+
+@app.command()
+@_handled
+def inspect(
+    ctx: typer.Context,
+    home_here: Annotated[
+        Path | None,
+        typer.Option("--home", help="Data directory (the same as the global --home).",
+                     file_okay=False),
+    ] = None,
+    store_here: Annotated[
+        str | None,
+        typer.Option("--store", help="Record store URL or path (the same as the global --store)."),
+    ] = None,
+    redis: Annotated[
+        str | None,
+        typer.Option("--redis", help="A Redis record store: redis://[:pw@]host:port/db "
+                     "(the same as --store with that URL)."),
+    ] = None,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port (0: a free one).")
+    ] = 0,
+    host: Annotated[
+        str, typer.Option("--host", help="Loopback address to listen on.")
+    ] = "127.0.0.1",
+    allow_changes: Annotated[
+        bool,
+        typer.Option("--allow-changes",
+                     help="Offer confirm, forget and restore (each asks first)."),
+    ] = False,
+) -> None:
+    """Look at the memory in a browser: namespaces and their health, memories by tier,
+    status, kind and text, each memory's decay, versions and lineage, and recall with
+    the reasons. A local page (loopback only, offline), read-only unless --allow-changes;
+    Ctrl-C stops it."""
+    from reverie.adapters.inspect import serve
+
+    if redis is not None and store_here is not None:
+        raise typer.BadParameter("give --store or --redis, not both", param_hint="--redis")
+    s = _settings(ctx)
+    ctx.obj = Settings(home_here or s.home, redis or store_here or s.store, s.vectors,
+                       s.namespace, s.vectors_token)
+
+    def ready(url: str) -> None:
+        mode = "changes allowed" if allow_changes else "read-only"
+        err.print(f"reverie inspector ({mode}) on {url} ; Ctrl-C stops it")
+        typer.echo(url)
+        sys.stdout.flush()
+
+    with _open(ctx, model=False) as engine:
+        try:
+            serve(engine, host=host, port=port, allow_changes=allow_changes, ready=ready)
+        except KeyboardInterrupt:
+            err.print("inspector stopped")
 
 
 def main() -> None:

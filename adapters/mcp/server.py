@@ -1,9 +1,9 @@
 """The MCP server: reverie's memory operations as MCP tools, its stats as a resource.
 
 Tools: `observe` (a trace), `remember` (a keyed fact), `recall` (hits with dates and
-explanations), `history` (every version of a fact), `forget` (real deletion) and
-`confirm` (makes a crystal). Resources: `reverie://stats` (the default namespace) and
-`reverie://stats/{namespace}`.
+explanations), `history` (every version of a fact), `forget` (real deletion),
+`confirm` (makes a crystal) and `restore` (undoes a wrong replacement). Resources:
+`reverie://stats` (the default namespace) and `reverie://stats/{namespace}`.
 
 Arguments are validated by pydantic from the signatures below, so a client sees the
 constraints in each tool's input schema. A bad argument or a reverie error (empty text,
@@ -382,6 +382,25 @@ def build_server(
         """The user vouches for this memory: it becomes a crystal, which never decays and
         is never evicted."""
         m = await run(engine.aconfirm, memory_id, namespace=ns_of(namespace, ctx))
+        return MemoryOut.of(m)
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+        )
+    )
+    async def restore(
+        memory_id: Annotated[
+            str,
+            Field(min_length=1, description="The replaced version's id, from `history` or "
+                  "`recall` with include_history."),
+        ],
+        namespace: Namespace = None,
+        ctx: Context | None = None,
+    ) -> MemoryOut:
+        """Undo a wrong replacement: the replaced (superseded) version becomes current
+        again, and the version that replaced it is superseded by it. Both keep the reason."""
+        m = await run(engine.arestore, memory_id, namespace=ns_of(namespace, ctx))
         return MemoryOut.of(m)
 
     async def stats_of(ns: str) -> dict[str, Any]:

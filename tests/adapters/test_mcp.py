@@ -35,7 +35,7 @@ from tests.adapters.langchain_support import import_without
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"observe", "remember", "recall", "history", "forget", "confirm"}
+TOOLS = {"observe", "remember", "recall", "history", "forget", "confirm", "restore"}
 SCENARIO_SECONDS = 240  # model load in the server process included
 READ_TIMEOUT = 120.0
 
