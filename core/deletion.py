@@ -1,46 +1,78 @@
-"""Real deletion: the forget cascade, restoring orphaned members, and garbage collection.
+"""Real deletion: erasure (forget), undoing a consolidation, and garbage collection.
 
-Two rules hold here (DESIGN.md, "Eviction and GC"):
-
-- `forget` is real deletion for privacy, and a synthesis is made *of* its members'
-  text. So forgetting a memory also hard-deletes every synthesis node derived from it,
-  transitively (a synthesis of syntheses repeats the text too). The deleted nodes'
-  other members are restored (`consolidated`/`archived` -> `active`, `consolidated_into`
-  cleared) so a later cycle re-consolidates them without the forgotten text. We drop and
-  restore rather than re-synthesize: it needs no LLM, is correct whatever the
-  synthesizer wrote, and a re-synthesis happens anyway at the next cycle.
+- `forget` is erasure, for privacy (what it reaches: core/erasure.py). The ids, every
+  version of them and everything they were made from are deleted for real: records,
+  edges, lexical entries, kept embeddings, vectors, and the vectors' entries in the
+  index's write log. A synthesis that drew on erased text is rebuilt from its surviving
+  members with the extractive synthesizer (deterministic, no LLM: a privacy request never
+  waits on a model, and nothing is invented), or dropped when fewer than two survive (a
+  lone survivor becomes active again). Afterwards the store's files are cleaned of the
+  deleted bytes (SQLite: WAL checkpointed and truncated; Redis with `compact`: AOF
+  rewritten). `forget` never restores a forgotten synthesis's members: that is
+  `undo_consolidation`, a separate call for a bad merge.
+- A forget is journaled before it deletes anything (the ids, never the text, under
+  `FORGET_JOURNAL` in the namespace's journal, and the namespace in the store's
+  `FORGET_PENDING` meta), so one interrupted by a crash is finished by the next engine
+  opened on the store, or by the next `gc`.
 - GC deletes, for real, archived memories whose decayed salience is below
-  `policy.maintenance.gc_salience`, except `retention_exempt` ones (a compliance hold). Archived
-  memories only: anything still active is first distilled by the sweep
-  (core/eviction.py).
-
-Deletion order is privacy first: the store deletes the records, their edges and
-lexical entries in one transaction, then members are restored. A crash in between
-leaves members pointing at a missing node, which `restore_orphans` (run by every
-forget and every GC) repairs; it never leaves the forgotten text behind.
+  `policy.maintenance.gc_salience`, except `retention_exempt` and pinned ones; and
+  consolidated or archived *members* below that floor once their synthesis has stood
+  `policy.maintenance.gc_member_grace_days`: the synthesis then keeps each collected
+  member's id, sources, time and text hash (compact provenance), not its text. It also
+  deletes vectors whose record is gone.
 
 Everything here gets what it needs from the engine explicitly, as `EvictionDeps`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from .cas import retry_conflicts
 from .consolidation import PLAN_KEY
+from .erasure import (
+    FORGET_JOURNAL,
+    FORGET_PENDING,
+    MEMBER_STATUSES,
+    PROVENANCE_KEY,
+    derivation,
+    holders,
+    plan_erasure,
+    provenance,
+)
+from .errors import InvalidInput, NotFound
 from .models import Memory, Status, Tier
 from .policy import Policy
 from .ports import Clock, RecordStore, Synthesizer, Vector, VectorIndex, WriteBatch
 from .scoring import decay_score, never_decays
+from .synthesis import ExtractiveSynthesizer
 from .text import content_hash
 
-# statuses a member of a synthesis can have; the sweep archives consolidated members
-MEMBER_STATUSES = (Status.CONSOLIDATED, Status.ARCHIVED)
+__all__ = [
+    "MEMBER_STATUSES",
+    "EvictionDeps",
+    "ForgetReport",
+    "GcReport",
+    "UndoReport",
+    "derived_closure",
+    "finish_forgets",
+    "forget_cascade",
+    "forget_matching",
+    "gc",
+    "gc_candidate",
+    "member_collectable",
+    "restore_orphans",
+    "undo_consolidation",
+]
 
 # (namespace, new memories with their vectors, memories whose status changed)
 IndexChanges = Callable[[str, Sequence[tuple[Memory, Vector]], Sequence[Memory]], None]
+# (namespace, ids deleted, compact) -> what was cleaned (index log, store files)
+EraseResidue = Callable[[str, Sequence[str], bool], Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,90 +89,238 @@ class EvictionDeps:
     embed_memories: Callable[[Sequence[Memory]], Vector]
     consolidate: Callable[[str], object] | None = None  # the hard cap's merge step
     synthesizer: Synthesizer | None = None  # the sweep's distiller (None: extractive)
+    residue: EraseResidue | None = None  # clean deleted bytes out of files and logs
 
 
 # ---------------------------------------------------------------------------- forget
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ForgetReport:
-    """What one `forget` did. `deleted` counts every record removed, cascade included."""
+    """What one erasure did. `erased`: every record deleted for holding forgotten text
+    (the ids asked for, their versions, what they were made from); `rebuilt`: syntheses
+    rewritten without it; `cascaded`: syntheses dropped (fewer than two members left),
+    whose lone survivors are `restored` (or `archived` when an active twin exists).
+    `deleted` counts every record removed. `residue`: what was cleaned from the files."""
 
-    requested: tuple[str, ...]
-    deleted: int
-    cascaded: tuple[str, ...]  # synthesis nodes deleted because they held forgotten text
-    restored: tuple[str, ...]  # their surviving members, active again
-    archived: tuple[str, ...]  # surviving members archived instead (an active twin exists)
+    requested: tuple[str, ...] = ()
+    deleted: int = 0
+    erased: tuple[str, ...] = ()
+    rebuilt: tuple[str, ...] = ()
+    cascaded: tuple[str, ...] = ()
+    restored: tuple[str, ...] = ()
+    archived: tuple[str, ...] = ()
+    residue: dict[str, Any] = field(default_factory=dict)
 
-
-def _derivation_index(
-    store: RecordStore, namespace: str
-) -> tuple[dict[str, Memory], dict[str, set[str]]]:
-    """Synthesis nodes by id, and for each memory the synthesis nodes built from it.
-
-    Both directions are read: a node's `derived_from` and a member's `consolidated_into`
-    (GC may re-point a member to the node that absorbed its own synthesis)."""
-    nodes = {m.id: m for m in store.scan(namespace, tiers=[Tier.SYNTHESIS])}
-    parents: dict[str, set[str]] = {}
-    for node in nodes.values():
-        for member in node.derived_from:
-            parents.setdefault(member, set()).add(node.id)
-    for m in store.scan(namespace, statuses=MEMBER_STATUSES):
-        if m.consolidated_into is not None:
-            parents.setdefault(m.id, set()).add(m.consolidated_into)
-    return nodes, parents
+    def merge(self, other: ForgetReport) -> None:
+        self.requested += other.requested
+        self.deleted += other.deleted
+        self.erased += other.erased
+        self.rebuilt = tuple(dict.fromkeys(self.rebuilt + other.rebuilt))
+        self.cascaded += other.cascaded
+        self.restored += other.restored
+        self.archived += other.archived
+        self.residue.update(other.residue)
 
 
 def derived_closure(store: RecordStore, namespace: str, ids: Iterable[str]) -> set[str]:
     """Every synthesis node whose text was made (directly or through other syntheses)
     from any of `ids`."""
-    _, parents = _derivation_index(store, namespace)
-    return _closure(parents, set(ids))
+    return derivation(store, namespace).above(ids)
 
 
-def _closure(parents: dict[str, set[str]], start: set[str]) -> set[str]:
-    found: set[str] = set()
-    frontier = list(start)
-    while frontier:
-        for p in parents.get(frontier.pop(), ()):
-            if p not in found and p not in start:
-                found.add(p)
-                frontier.append(p)
-    return found
+def _pending(store: RecordStore) -> list[str]:
+    raw = store.get_meta(FORGET_PENDING)
+    try:
+        names = json.loads(raw) if raw else []
+    except ValueError:
+        names = []
+    return [str(n) for n in names] if isinstance(names, list) else []
 
 
-def forget_cascade(deps: EvictionDeps, namespace: str, ids: Sequence[str]) -> ForgetReport:
-    """Delete `ids` and every synthesis derived from them; restore the other members."""
+def _journal(store: RecordStore, ns: str, add: Iterable[str], drop: Iterable[str]) -> None:
+    """Add and remove ids in the namespace's forget journal; list the namespace as
+    pending (before its first id is added) or not (once it holds none)."""
+    entry = store.journal_get(ns, FORGET_JOURNAL) or {}
+    ids = (set(map(str, entry.get("ids", []))) | set(add)) - set(drop)
+    pending = _pending(store)
+    if ids and ns not in pending:
+        store.set_meta(FORGET_PENDING, json.dumps(sorted({*pending, ns})))
+    store.journal_put(ns, FORGET_JOURNAL, {"ids": sorted(ids)})
+    if not ids and ns in pending:
+        store.set_meta(FORGET_PENDING, json.dumps(sorted(set(pending) - {ns})))
+
+
+def forget_cascade(
+    deps: EvictionDeps, namespace: str, ids: Sequence[str], *, compact: bool = False
+) -> ForgetReport:
+    """Erase `ids`, their versions and what they were made from; rebuild or drop the
+    syntheses above them. Journaled: a crash part way is finished by `finish_forgets`."""
     store = deps.store
-    wanted = list(dict.fromkeys(ids))
-    nodes, parents = _derivation_index(store, namespace)
-    doomed_nodes = _closure(parents, set(wanted))
-    doomed = set(wanted) | doomed_nodes
-    # members of the deleted nodes that survive: the node's list and the back-pointers
+    plan = plan_erasure(store, namespace, ids)
+    if not plan.erase:
+        return ForgetReport(requested=plan.requested)
+    erase = sorted(plan.erase)
+    _journal(store, namespace, erase, ())
+    stored = sorted(store.get_many(namespace, erase))
+    deleted = store.delete(namespace, erase)
+    deps.vectors.delete(namespace, erase)
+    gone = set(plan.erase)
+    rebuilt: list[str] = []
+    dropped: list[str] = []
     survivors: set[str] = set()
-    for n in doomed_nodes:
-        node = nodes.get(n)
-        if node is not None:
-            survivors |= node.derived_from
-    survivors |= {m for m, ps in parents.items() if ps & doomed_nodes}
-    survivors -= doomed
-    deleted = store.delete(namespace, sorted(doomed))
-    deps.vectors.delete(namespace, sorted(doomed))
-    _scrub_plan(store, namespace, doomed)
-    restored, archived = restore_orphans(deps, namespace, survivors)
+    now = deps.clock.now()
+    for node_id in plan.affected:
+        outcome, kept = _rebuild_or_drop(deps, namespace, node_id, plan.derivation.members(
+            node_id), gone, now)
+        if outcome == "rebuilt":
+            rebuilt.append(node_id)
+        elif outcome == "dropped":
+            dropped.append(node_id)
+            gone.add(node_id)
+            survivors |= kept
+    survivors -= gone
+    restored, archived = restore_orphans(deps, namespace, survivors) if survivors else ([], [])
+    _scrub_plan(store, namespace, gone | set(rebuilt))
+    residue = _erase_residue(deps, namespace, [*erase, *dropped], compact)
+    _journal(store, namespace, (), erase)
     return ForgetReport(
-        requested=tuple(wanted),
-        deleted=deleted,
-        cascaded=tuple(sorted(doomed_nodes)),
+        requested=plan.requested,
+        deleted=deleted + len(dropped),
+        erased=tuple(stored),
+        rebuilt=tuple(rebuilt),
+        cascaded=tuple(dropped),
         restored=tuple(restored),
         archived=tuple(archived),
+        residue=residue,
     )
+
+
+def _erase_residue(
+    deps: EvictionDeps, namespace: str, ids: Sequence[str], compact: bool
+) -> dict[str, Any]:
+    if deps.residue is None:
+        return {}
+    return dict(deps.residue(namespace, ids, compact))
+
+
+def _rebuild_or_drop(
+    deps: EvictionDeps,
+    ns: str,
+    node_id: str,
+    known_members: set[str],
+    gone: set[str],
+    now: datetime,
+) -> tuple[str, set[str]]:
+    """Rebuild the synthesis from its surviving stored members (at least two), or drop
+    it; returns ("rebuilt" | "dropped" | "missing", the survivors of a dropped node)."""
+    store = deps.store
+
+    def attempt() -> tuple[str, set[str], Memory | None]:
+        cur = store.get(ns, node_id)
+        if cur is None:
+            return "missing", set(), None
+        wanted = (cur.derived_from | known_members) - gone
+        kids = store.get_many(ns, sorted(wanted))
+        if len(kids) < 2:
+            store.delete(ns, [node_id])
+            return "dropped", set(kids), None
+        prov = {i: p for i, p in provenance(cur).items() if i not in gone}
+        members = sorted(kids.values(), key=lambda m: (m.created_at, m.id))
+        payload = ExtractiveSynthesizer().synthesize_members(members)
+        old = cur.metadata.get("synthesis")
+        fp = old.get("fingerprint") if isinstance(old, Mapping) else None
+        metadata: dict[str, Any] = {
+            "synthesis": {
+                "fingerprint": fp,
+                "synthesizer": ExtractiveSynthesizer.name,
+                "causal_chains": list(payload.causal_chains),
+                "temporal_anchors": list(payload.temporal_anchors),
+                "key_entities": list(payload.key_entities),
+                "rebuilt_after_forget": now.isoformat(),
+            }
+        }
+        if prov:
+            metadata[PROVENANCE_KEY] = prov
+        sources = frozenset().union(
+            *(m.sources for m in members),
+            *(map(str, p.get("sources", ())) for p in prov.values()),
+        )
+        node = cur.evolve(
+            text=payload.synthesis,
+            derived_from=frozenset(kids) | frozenset(prov),
+            sources=sources,
+            entities=frozenset().union(*(m.entities for m in members))
+            | {e.casefold() for e in payload.key_entities},
+            metadata=metadata,
+            updated_at=now,
+        )
+        store.commit(WriteBatch(ns, (node,)))
+        return "rebuilt", set(), node
+
+    outcome, kept, node = retry_conflicts(attempt)
+    if outcome == "dropped":
+        deps.vectors.delete(ns, [node_id])
+    elif node is not None:
+        deps.index(ns, [(node, deps.embed_memories([node])[0])], [])
+    return outcome, kept
+
+
+def forget_matching(
+    deps: EvictionDeps, namespace: str, text: str, *, compact: bool = False
+) -> ForgetReport:
+    """Erase every holder of `text` (a whole text or a part of one, case-insensitive) in
+    every status: records whose text, metadata, sources, entities or fact hold it, their
+    versions and what they were made from; syntheses that drew on it are rebuilt or
+    dropped. Members GC already collected are matched by the hash of their whole text.
+
+    Plain records go first, so a synthesis that held the text only through them is
+    rebuilt, keeping its other members; a synthesis still holding it afterwards (an LLM's
+    paraphrase of a collected member) is erased whole. Repeated until nothing holds it."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("forget_matching needs a non-empty text to search for")
+    report = ForgetReport()
+    for round_ in range(4):
+        found, collected = holders(deps.store, namespace, text)
+        if not found and not collected:
+            break
+        plain = [m.id for m in found if m.tier is not Tier.SYNTHESIS]
+        first = round_ == 0 and (plain or collected)
+        ids = [*plain, *sorted(collected)] if first else [m.id for m in found]
+        report.merge(forget_cascade(deps, namespace, ids or [m.id for m in found]))
+    else:
+        found, collected = holders(deps.store, namespace, text)
+        if found or collected:
+            raise InvalidInput(
+                f"{len(found)} memories still hold the text after erasing its holders; "
+                "forget them by id"
+            )
+    if compact or report.erased or report.cascaded:
+        report.residue.update(_erase_residue(deps, namespace, [], compact))
+    return report
+
+
+def finish_forgets(deps: EvictionDeps, namespaces: Iterable[str] | None = None) -> int:
+    """Finish every forget a crash interrupted, in `namespaces` (None: every namespace
+    listed as pending); returns how many namespaces had one."""
+    store = deps.store
+    spaces = list(namespaces) if namespaces is not None else _pending(store)
+    finished = 0
+    for ns in spaces:
+        entry = store.journal_get(ns, FORGET_JOURNAL)
+        ids = [str(i) for i in (entry or {}).get("ids", [])]
+        if ids:
+            forget_cascade(deps, ns, ids)
+            finished += 1
+        elif ns in _pending(store):
+            _journal(store, ns, (), ())
+    return finished
 
 
 def _scrub_plan(store: RecordStore, namespace: str, doomed: set[str]) -> None:
     """The cycle journals each planned cluster with its synthesis text (to roll an
-    interrupted cycle forward). A cluster that drew on a deleted memory leaves the plan:
-    its text must not survive there, nor be written back by a resumed cycle."""
+    interrupted cycle forward). A cluster that drew on a deleted or rebuilt memory leaves
+    the plan: its text must not survive there, nor be written back by a resumed cycle."""
     plan = store.journal_get(namespace, PLAN_KEY)
     if plan is None:
         return
@@ -148,6 +328,45 @@ def _scrub_plan(store: RecordStore, namespace: str, doomed: set[str]) -> None:
     kept = [c for c in clusters if not doomed.intersection(map(str, c.get("members", [])))]
     if len(kept) != len(clusters):
         store.journal_put(namespace, PLAN_KEY, {**plan, "clusters": kept})
+
+
+# ---------------------------------------------------------------------------- undo
+
+
+@dataclass(frozen=True, slots=True)
+class UndoReport:
+    """What `undo_consolidation` did: the synthesis deleted, its members `restored` to
+    active (or `archived` when an active twin exists), and the `lost` ones GC had
+    already collected (their content was only in the synthesis)."""
+
+    synthesis: str
+    restored: tuple[str, ...]
+    archived: tuple[str, ...]
+    lost: tuple[str, ...]
+
+
+def undo_consolidation(deps: EvictionDeps, namespace: str, synthesis_id: str) -> UndoReport:
+    """Undo a bad consolidation: the synthesis goes, its members come back as they were
+    (active again, `consolidated_into` cleared). Edges the synthesis inherited from its
+    members go with it. Not a privacy call: the members' text stays (`forget` erases)."""
+    store = deps.store
+    node = store.get(namespace, synthesis_id)
+    if node is None:
+        raise NotFound(f"no memory {synthesis_id!r} in namespace {namespace!r}")
+    if node.tier is not Tier.SYNTHESIS:
+        raise InvalidInput(f"{synthesis_id!r} is a {node.tier.value}, not a synthesis")
+    members = derivation(store, namespace).members(synthesis_id) | node.derived_from
+    stored = store.get_many(namespace, sorted(members))
+    store.delete(namespace, [synthesis_id])
+    deps.vectors.delete(namespace, [synthesis_id])
+    _scrub_plan(store, namespace, {synthesis_id})
+    restored, archived = restore_orphans(deps, namespace, stored)
+    return UndoReport(
+        synthesis=synthesis_id,
+        restored=tuple(restored),
+        archived=tuple(archived),
+        lost=tuple(sorted(members - set(stored))),
+    )
 
 
 def restore_orphans(
@@ -221,6 +440,9 @@ class GcReport:
     kept_exempt: int = 0  # below the threshold but under a retention hold
     repointed: int = 0  # members moved from a deleted synthesis to the node that absorbed it
     orphans_restored: int = 0
+    members_collected: int = 0  # members whose synthesis now keeps only their provenance
+    orphan_vectors: int = 0  # vectors whose record was gone, deleted
+    forgets_finished: int = 0  # interrupted forgets finished first
     deleted_ids: list[str] = field(default_factory=list)
     per_namespace: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -235,6 +457,35 @@ def gc_candidate(memory: Memory, now: datetime, policy: Policy) -> bool:
     )
 
 
+def member_collectable(member: Memory, node: Memory, now: datetime, policy: Policy) -> bool:
+    """A consolidated or archived member of `node` that GC may collect: the synthesis has
+    stood `gc_member_grace_days` since it was made, the member decayed below
+    `gc_salience`, and it is not pinned, a crystal, retention-exempt or a synthesis (a
+    synthesis member keeps its own members' lineage)."""
+    grace = timedelta(days=policy.maintenance.gc_member_grace_days)
+    return (
+        member.status in MEMBER_STATUSES
+        and member.consolidated_into == node.id
+        and member.tier is not Tier.SYNTHESIS
+        and not member.retention_exempt
+        and not never_decays(member)
+        and now - node.created_at >= grace
+        and decay_score(member, now, policy) < policy.maintenance.gc_salience
+    )
+
+
+def provenance_entry(member: Memory, now: datetime) -> dict[str, Any]:
+    """What a synthesis keeps of a member GC collects: enough to audit it and for an
+    exact-text forget to find it, never its text."""
+    return {
+        "sources": sorted(member.sources),
+        "created_at": member.created_at.isoformat(),
+        "kind": member.kind.value,
+        "text_hash": content_hash(member.text),
+        "collected_at": now.isoformat(),
+    }
+
+
 def gc(
     deps: EvictionDeps,
     namespace: str | None = None,
@@ -242,14 +493,22 @@ def gc(
     dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> GcReport:
-    """Delete archived memories that decayed below `policy.maintenance.gc_salience` (0.01).
+    """Collect what decayed out of use, in one namespace or all of them:
 
-    An archived synthesis node that still summarizes consolidated members is deleted
-    only when it was itself absorbed into a live node: its members are re-pointed to
-    that node (which carries the text), so no member is left consolidated into nothing.
-    Otherwise it stays (it is the only remaining text of its members)."""
+    - archived memories below `policy.maintenance.gc_salience` (0.01);
+    - consolidated and archived members below it whose synthesis has stood
+      `gc_member_grace_days`, their compact provenance written into the synthesis first;
+    - vectors whose record is gone.
+
+    Pinned, crystal and retention-exempt memories are never collected. An archived
+    synthesis node that still summarizes members is deleted only when it was itself
+    absorbed into a live node: its members (and provenance) move to that node. A forget
+    interrupted by a crash is finished first."""
     report = GcReport(dry_run=dry_run)
-    spaces = [deps.namespace(namespace)] if namespace is not None else deps.store.namespaces()
+    if namespace is not None:
+        spaces = [deps.namespace(namespace)]
+    else:
+        spaces = sorted({*deps.store.namespaces(), *_pending(deps.store)})
     now = deps.clock.now()
     for ns in spaces:
         stats = _gc_namespace(deps, ns, now, dry_run, report, progress)
@@ -267,57 +526,144 @@ def _gc_namespace(
     progress: Callable[[int], None] | None,
 ) -> dict[str, int]:
     store = deps.store
-    stats = {"examined": 0, "deleted": 0, "kept_exempt": 0, "repointed": 0, "restored": 0}
+    policy = deps.policy
+    stats = {"examined": 0, "deleted": 0, "kept_exempt": 0, "repointed": 0, "restored": 0,
+             "collected": 0, "orphan_vectors": 0, "forgets_finished": 0}
     if not dry_run:
+        stats["forgets_finished"] = finish_forgets(deps, [ns])
         restored, archived = restore_orphans(deps, ns)
         stats["restored"] = len(restored) + len(archived)
     doomed: dict[str, Memory] = {}
-    for m in store.scan(ns, statuses=[Status.ARCHIVED]):
-        stats["examined"] += 1
+    members: list[Memory] = []
+    for m in store.scan(ns, statuses=MEMBER_STATUSES):
+        if m.status is Status.ARCHIVED:
+            stats["examined"] += 1
         if progress is not None:
             progress(1)
-        floor = deps.policy.maintenance.gc_salience
-        if decay_score(m, now, deps.policy) >= floor or never_decays(m):
+        if m.consolidated_into is not None and m.tier is not Tier.SYNTHESIS:
+            members.append(m)
+            continue
+        if m.status is not Status.ARCHIVED:
+            continue
+        if decay_score(m, now, policy) >= policy.maintenance.gc_salience or never_decays(m):
             continue
         if m.retention_exempt:
             stats["kept_exempt"] += 1
             continue
         doomed[m.id] = m
-    # a synthesis among them: its members must have somewhere to point. Keep any node
-    # with a surviving member and no live node above it, until nothing changes.
+    # members: collected once their synthesis has stood the grace period
+    targets = {m.consolidated_into for m in members if m.consolidated_into is not None}
+    nodes = store.get_many(ns, sorted(targets))
+    collect: dict[str, list[Memory]] = {}
+    for m in members:
+        node = nodes.get(m.consolidated_into or "")
+        if node is None or node.id in doomed:
+            continue
+        if member_collectable(m, node, now, policy):
+            collect.setdefault(node.id, []).append(m)
+        elif (m.retention_exempt and not never_decays(m)
+              and decay_score(m, now, policy) < policy.maintenance.gc_salience):
+            stats["kept_exempt"] += 1
+    # a synthesis among the doomed: its members must have somewhere to point. Keep any
+    # node with a surviving member and no live node above it, until nothing changes.
     repoint: list[Memory] = []
+    heirs: dict[str, str] = {}
     if any(m.tier is Tier.SYNTHESIS for m in doomed.values()):
         pointing = [
             m for m in store.scan(ns, statuses=MEMBER_STATUSES) if m.consolidated_into
         ]
+        collected_ids = {m.id for ms in collect.values() for m in ms}
         changed = True
         while changed:
             changed = False
             for m in pointing:
                 target = m.consolidated_into
-                if m.id in doomed or target not in doomed:
+                if m.id in doomed or m.id in collected_ids or target not in doomed:
                     continue
                 if _live_heir(doomed, target, store, ns) is None:
                     del doomed[target]
                     changed = True
         for m in pointing:
-            if m.id not in doomed and m.consolidated_into in doomed:
+            if m.id not in doomed and m.id not in collected_ids and m.consolidated_into in doomed:
                 heir = _live_heir(doomed, m.consolidated_into, store, ns)
                 repoint.append(m.evolve(consolidated_into=heir, updated_at=now))
-    stats["deleted"] = len(doomed)
+        for node in doomed.values():
+            if node.tier is Tier.SYNTHESIS and provenance(node):
+                heir = _live_heir(doomed, node.id, store, ns)
+                if heir is not None:
+                    heirs[node.id] = heir
+    stats["collected"] = sum(len(ms) for ms in collect.values())
+    stats["deleted"] = len(doomed) + stats["collected"]
     stats["repointed"] = len(repoint)
-    if not dry_run and doomed:
+    gone = sorted({*doomed, *(m.id for ms in collect.values() for m in ms)})
+    if not dry_run:
+        _write_provenance(deps, ns, collect, doomed, heirs, now)
         if repoint:
             store.commit(WriteBatch(ns, tuple(repoint)))
-        store.delete(ns, sorted(doomed))
-        deps.vectors.delete(ns, sorted(doomed))
+        if gone:
+            store.delete(ns, gone)
+            deps.vectors.delete(ns, gone)
+            _erase_residue(deps, ns, gone, False)
+        stats["orphan_vectors"] = _delete_orphan_vectors(deps, ns)
     report.archived_examined += stats["examined"]
     report.deleted += stats["deleted"]
     report.kept_exempt += stats["kept_exempt"]
     report.repointed += stats["repointed"]
     report.orphans_restored += stats["restored"]
-    report.deleted_ids.extend(sorted(doomed))
+    report.members_collected += stats["collected"]
+    report.orphan_vectors += stats["orphan_vectors"]
+    report.forgets_finished += stats["forgets_finished"]
+    report.deleted_ids.extend(gone)
     return stats
+
+
+def _write_provenance(
+    deps: EvictionDeps,
+    ns: str,
+    collect: Mapping[str, Sequence[Memory]],
+    doomed: Mapping[str, Memory],
+    heirs: Mapping[str, str],
+    now: datetime,
+) -> None:
+    """Before members are deleted, their synthesis records their compact provenance; a
+    synthesis GC deletes hands its own provenance to the node that absorbed it."""
+    adds: dict[str, dict[str, dict[str, Any]]] = {}
+    for node_id, ms in collect.items():
+        adds.setdefault(node_id, {}).update({m.id: provenance_entry(m, now) for m in ms})
+    for lower, heir in heirs.items():
+        adds.setdefault(heir, {}).update(provenance(doomed[lower]))
+    store = deps.store
+    for node_id, entries in sorted(adds.items()):
+
+        def attempt(node_id: str = node_id, entries: dict[str, Any] = entries) -> None:
+            node = store.get(ns, node_id)
+            if node is None:
+                return
+            merged = {**provenance(node), **entries}
+            store.commit(WriteBatch(ns, (node.evolve(
+                metadata={**node.metadata, PROVENANCE_KEY: merged}, updated_at=now,
+            ),)))
+
+        retry_conflicts(attempt)
+
+
+def _delete_orphan_vectors(deps: EvictionDeps, ns: str) -> int:
+    """Vectors whose record is gone (a crash between a deletion's two halves). The index
+    is read first: a record is always committed before its vector, so a vector seen then
+    whose record is missing after is an orphan, not a write in flight."""
+    indexed = deps.vectors.ids(ns)
+    if not indexed:
+        return 0
+    ids = sorted(indexed)
+    present: set[str] = set()
+    for i in range(0, len(ids), 1000):
+        present.update(deps.store.get_many(ns, ids[i : i + 1000]))
+    orphans = sorted(indexed - present)
+    if orphans:
+        deps.vectors.delete(ns, orphans)
+        if deps.residue is not None:
+            deps.residue(ns, orphans, False)
+    return len(orphans)
 
 
 def _live_heir(

@@ -31,7 +31,7 @@ from .admin import Admin, RepairReport
 from .clock import SystemClock
 from .consolidation import ConsolidationReport
 from .context import EngineContext
-from .deletion import GcReport
+from .deletion import ForgetReport, GcReport, UndoReport
 from .errors import InvalidInput
 from .eviction import SweepReport
 from .extraction import ExtractionReport
@@ -164,6 +164,7 @@ class MemoryEngine:
         ))
         if check_embedder:  # off only to re-embed a store after a model change
             self._admin.check_embedder()
+        self._maintenance.finish_forgets()  # a forget a crash interrupted is finished now
 
     def _wire(self, ctx: EngineContext) -> None:
         """Build the parts around one context (again when the policy or embedder changes)."""
@@ -411,13 +412,47 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------ deletion
 
-    def forget(self, *memory_ids: str, namespace: str | None = None) -> int:
-        """Real deletion, for privacy: the records, their edges, lexical entries and vectors,
-        and every synthesis derived from them (its other members become active again;
-        core/deletion.py). Returns the number of records deleted, cascade included."""
-        deleted = self._maintenance.forget(memory_ids, namespace)
+    def forget(
+        self, *memory_ids: str, namespace: str | None = None, compact: bool = False
+    ) -> int:
+        """Erasure, for privacy: each memory, every version of it (its superseded history,
+        both ways) and everything it was made from (a synthesis's members) are deleted
+        for real: records, edges, lexical entries, vectors and the index's write log. A
+        synthesis that drew on them is rebuilt from its other members, or dropped when
+        fewer than two remain. The store's files are cleaned (SQLite's WAL truncated);
+        `compact=True` also rewrites a Redis AOF. Journaled: a crash part way is finished
+        by the next open or `gc` (core/deletion.py). Returns the records deleted. To undo
+        a bad consolidation instead, use `undo_consolidation`."""
+        report = self._maintenance.forget(memory_ids, namespace, compact=compact)
         self._writes.versions.forget_recent()  # no forgotten text stays in the write path
-        return deleted
+        return report.deleted
+
+    def forget_matching(
+        self, text: str, *, namespace: str | None = None, compact: bool = False
+    ) -> ForgetReport:
+        """Erase every memory that holds `text` (case-insensitive, a whole text or a part
+        of one) in any status: active, consolidated, archived, superseded, syntheses, in
+        the text, metadata, sources, entities or fact; with the same reach as `forget`.
+        Members GC already collected are found by their whole text only (a synthesis keeps
+        their text's hash). Returns what was erased, rebuilt and dropped."""
+        report = self._maintenance.forget_matching(text, namespace, compact=compact)
+        self._writes.versions.forget_recent()
+        return report
+
+    def undo_consolidation(
+        self, synthesis_id: str, *, namespace: str | None = None
+    ) -> UndoReport:
+        """Undo a bad consolidation: the synthesis is deleted and its members are active
+        again. Not erasure (the members keep their text); `forget` erases."""
+        return self._maintenance.undo_consolidation(synthesis_id, namespace)
+
+    def purge_residue(
+        self, *, namespace: str | None = None, compact: bool = True
+    ) -> dict[str, Any]:
+        """Clean deleted bytes out of the store's files: SQLite's WAL is checkpointed and
+        truncated (and with `compact` the file vacuumed); on Redis, with `compact`, the AOF
+        is rewritten and an RDB snapshot retaken, waiting until done (docs/durability.md)."""
+        return dict(self._maintenance.purge_residue(namespace, compact))
 
     def gc(
         self,
@@ -426,8 +461,12 @@ class MemoryEngine:
         dry_run: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> GcReport:
-        """Delete archived memories decayed below `policy.maintenance.gc_salience`, except
-        retention-exempt ones (core/deletion.py). `namespace=None`: every namespace."""
+        """Delete archived memories decayed below `policy.maintenance.gc_salience`, and
+        consolidated or archived members below it whose synthesis has stood
+        `gc_member_grace_days` (the synthesis keeps their ids, sources, times and text
+        hashes); never retention-exempt or pinned ones. Also finishes interrupted forgets
+        and deletes vectors whose record is gone (core/deletion.py). `namespace=None`:
+        every namespace."""
         return self._maintenance.gc(namespace, dry_run, progress)
 
     def sweep(
@@ -531,6 +570,9 @@ class MemoryEngine:
     arestore = _to_thread(restore)
     aforget = _to_thread(forget)
     aforget_namespace = _to_thread(forget_namespace)
+    aforget_matching = _to_thread(forget_matching)
+    aundo_consolidation = _to_thread(undo_consolidation)
+    apurge_residue = _to_thread(purge_residue)
     agc = _to_thread(gc)
     asweep = _to_thread(sweep)
     astats = _to_thread(stats)

@@ -9,16 +9,31 @@ builds those from the engine's ports, so none of them knows the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from . import vector_sync
 from .consolidation import DEFAULT_STRATEGY, ConsolidationReport, CycleDeps, run_cycle
 from .context import EngineContext
-from .deletion import EvictionDeps, GcReport, forget_cascade, gc
+from .deletion import (
+    EvictionDeps,
+    ForgetReport,
+    GcReport,
+    UndoReport,
+    finish_forgets,
+    forget_cascade,
+    forget_matching,
+    gc,
+    undo_consolidation,
+)
+from .errors import InvalidInput, ReverieError
 from .eviction import SweepReport, sweep
 from .models import Memory, validate_namespace
 from .ports import Synthesizer, Vector
 from .triggers import Trigger, check_triggers
+
+log = logging.getLogger("reverie.maintenance")
 
 
 class Maintenance:
@@ -46,7 +61,21 @@ class Maintenance:
             embed_memories=ctx.embed_memories,
             consolidate=consolidate,
             synthesizer=synthesizer,
+            residue=self.erase_residue,
         )
+
+    def erase_residue(
+        self, namespace: str, ids: Sequence[str], compact: bool
+    ) -> Mapping[str, Any]:
+        """After a deletion: the deleted vectors' entries leave the index's write log,
+        and the store's files are cleaned (core/ports.py `PurgesLog`, `ErasesResidue`)."""
+        caps = self.ctx.caps
+        done: dict[str, Any] = {}
+        if ids and caps.purge_log is not None:
+            done["index_log_entries"] = caps.purge_log(namespace, ids)
+        if caps.erase_residue is not None:
+            done.update(caps.erase_residue(compact))
+        return done
 
     def consolidate(
         self,
@@ -99,12 +128,44 @@ class Maintenance:
             ctx.retrievals.recent(ns), ctx.embed_memories,
         )
 
-    def forget(self, memory_ids: Sequence[str], namespace: str | None) -> int:
+    def forget(
+        self, memory_ids: Sequence[str], namespace: str | None, *, compact: bool = False
+    ) -> ForgetReport:
         ns = self.ctx.namespace(namespace)
-        ids = [i for i in memory_ids if isinstance(i, str) and i]
-        if not ids:
+        bad = [i for i in memory_ids if not isinstance(i, str) or not i]
+        if bad:
+            raise InvalidInput(f"memory ids must be non-empty text, got {bad[0]!r}")
+        if not memory_ids:
+            return ForgetReport()
+        return forget_cascade(self.eviction_deps(), ns, list(memory_ids), compact=compact)
+
+    def forget_matching(
+        self, text: str, namespace: str | None, *, compact: bool = False
+    ) -> ForgetReport:
+        ns = self.ctx.namespace(namespace)
+        return forget_matching(self.eviction_deps(), ns, text, compact=compact)
+
+    def undo_consolidation(self, synthesis_id: str, namespace: str | None) -> UndoReport:
+        if not isinstance(synthesis_id, str) or not synthesis_id:
+            raise InvalidInput(f"a synthesis id must be non-empty text, got {synthesis_id!r}")
+        ns = self.ctx.namespace(namespace)
+        return undo_consolidation(self.eviction_deps(), ns, synthesis_id)
+
+    def finish_forgets(self) -> int:
+        """Finish forgets a crash interrupted (on open). An index or store that is down
+        leaves them journaled for the next open or `gc`, with a warning."""
+        try:
+            return finish_forgets(self.eviction_deps())
+        except ReverieError as e:
+            log.warning("an interrupted forget could not be finished yet (%s); the next "
+                        "open or gc retries it", e)
             return 0
-        return forget_cascade(self.eviction_deps(), ns, ids).deleted
+
+    def purge_residue(self, namespace: str | None, compact: bool) -> Mapping[str, Any]:
+        self.ctx.reinforcer.flush()
+        self.ctx.indexer.flush()
+        ns = self.ctx.namespace(namespace) if namespace is not None else ""
+        return self.erase_residue(ns, [], compact)
 
     def gc(
         self, namespace: str | None, dry_run: bool, progress: Callable[[int], None] | None

@@ -61,6 +61,8 @@ _PAGE = 5000  # ids() page size; below Chroma's max batch size
 # `ChromaIndex.query` and the filter columns of benchmarks/results/hnsw.md.
 _OVERFETCH = 5
 _MIN_FETCH = 50
+# Chroma's operation code for a delete in its write log (chromadb.types.Operation.DELETE)
+_LOG_DELETE = 3
 
 
 def _pairs(result: Mapping[str, Any]) -> list[tuple[str, float]]:
@@ -102,6 +104,8 @@ class ChromaIndex:
         # extra reads would only compete with the query for the GIL)
         self.remote = remote
         self._transport = transport
+        # embedded only: the SQLite file holding Chroma's write log (`purge_log`)
+        self._log_file: str | None = None
 
     def collection(self, namespace: str) -> Any | None:
         """The namespace's chromadb collection, or None before its first vector: for
@@ -122,7 +126,9 @@ class ChromaIndex:
         client = chromadb.PersistentClient(
             path=str(path), settings=Settings(anonymized_telemetry=False)
         )
-        return cls(client, hnsw=hnsw, location=f"embedded Chroma at {path}", owns_client=True)
+        index = cls(client, hnsw=hnsw, location=f"embedded Chroma at {path}", owns_client=True)
+        index._log_file = os.path.join(os.fspath(path), "chroma.sqlite3")
+        return index
 
     @classmethod
     def server(
@@ -392,6 +398,49 @@ class ChromaIndex:
                     c.delete(ids=id_list[s])
 
             self._cols.call(namespace, remove)
+
+    def purge_log(self, namespace: str, ids: Sequence[str]) -> int:
+        """Remove the writes of `ids` from embedded Chroma's write log; returns how many
+        log entries went (0 on a Chroma server, whose log is the server's own).
+
+        Chroma (1.x, in process) appends every add, upsert and update, with its embedding,
+        to the `embeddings_queue` table of `chroma.sqlite3`, and deletes them only once
+        its HNSW segment has persisted past them (every `sync_threshold` writes), so a
+        deleted vector's embedding stays in that file until then, even after `close()`.
+        Chroma has no call to purge one collection's log on demand (its Python
+        `purge_log` belongs to the queue its Rust core no longer uses), so this removes
+        the rows itself: the writes of `ids` only, never their deletes. Replaying the
+        log on the next open then gives the same state: a delete of an id the segment
+        never held is a no-op, and one the segment persisted is still applied. The file
+        runs with `secure_delete`, so the freed pages are zeroed."""
+        import sqlite3
+
+        id_list = self.checked_ids(namespace, ids)
+        if not id_list or self._log_file is None or not os.path.exists(self._log_file):
+            return 0
+        with self._cols.guard():
+            col = self._cols.get(namespace)
+        if col is None:
+            return 0
+        removed = 0
+        conn = sqlite3.connect(self._log_file, timeout=30.0)
+        try:
+            conn.execute("PRAGMA secure_delete = ON")
+            with conn:
+                for s in chunks(len(id_list), 400):
+                    part = id_list[s]
+                    removed += conn.execute(
+                        f"DELETE FROM embeddings_queue WHERE topic LIKE ? AND operation != ? "
+                        f"AND id IN ({','.join('?' * len(part))})",
+                        (f"%/{col.id}", _LOG_DELETE, *part),
+                    ).rowcount
+        except sqlite3.Error as e:
+            raise BackendUnavailable(
+                f"cannot purge the write log of the {self._cols.location}: {e}"
+            ) from None
+        finally:
+            conn.close()
+        return removed
 
     def ids(self, namespace: str) -> set[str]:
         """Every id in the namespace (paged, so large namespaces do not hit size limits)."""

@@ -57,6 +57,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingExtra("The Redis store (reverie.integrations.redis.store)", "redis") from e
 
 import reverie.integrations.redis.reads as reads
+import reverie.integrations.redis.residue as residue
 from reverie.integrations.redis.connection import (
     LostRaces,
     client_from_url,
@@ -516,6 +517,19 @@ class RedisStore:
         finally:
             if not self._closed:
                 self._guard(self._release, [key], [token])
+
+    # --- erasure --------------------------------------------------------------------------
+
+    def erase_residue(self, *, compact: bool = False, timeout: float = 600.0) -> dict[str, Any]:
+        """Deleted records leave Redis's memory at once, but their writes stay in the AOF
+        (and in an older RDB snapshot) until the server rewrites it. `compact=True` asks
+        for that rewrite on every primary and waits for it (at most `timeout` seconds;
+        `integrations/redis/residue.py`); without it nothing is sent, and the report says
+        the files may still hold deleted values (docs/durability.md)."""
+        if not compact:
+            return {"store": "redis", "aof_rewritten": 0, "rdb_saved": 0,
+                    "note": "the AOF may hold deleted values until it is rewritten"}
+        return self._guard(lambda: residue.purge(self._client, timeout=timeout, where=self._name))
 
     # --- lifecycle ------------------------------------------------------------------------
 

@@ -253,6 +253,32 @@ class Database:
             except sqlite3.Error as e:
                 raise self._translate(e) from None
 
+    def checkpoint(self) -> dict[str, int | bool]:
+        """Copy the WAL into the main file and truncate it to zero bytes
+        (`PRAGMA wal_checkpoint(TRUNCATE)`), so pages that held deleted rows leave the
+        `-wal` file (the main file zeroes them itself: `secure_delete`). `complete` is
+        False when another connection's open read kept part of the WAL in use; the next
+        checkpoint (any forget or gc, or SQLite's own at 1000 pages) finishes it."""
+        if self._memory:
+            return {"complete": True, "wal_frames": 0}
+        with self.lock:
+            conn = self.connection()
+            try:
+                busy, frames, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error as e:
+                raise self._translate(e) from None
+        return {"complete": not busy, "wal_frames": int(frames)}
+
+    def vacuum(self) -> None:
+        """Rebuild the file without its free pages (outside any transaction)."""
+        if self._memory:
+            return
+        with self.lock:
+            try:
+                self.connection().execute("VACUUM")
+            except sqlite3.Error as e:
+                raise self._translate(e) from None
+
     def close(self) -> None:
         with self.lock:
             if self._conn is not None:

@@ -477,6 +477,18 @@ class SQLiteStore:
         ns = validate_namespace(namespace)
         return leases.lease(self._db, ns, check_ttl(ttl_seconds))
 
+    # --- erasure --------------------------------------------------------------------------
+
+    def erase_residue(self, *, compact: bool = False) -> dict[str, Any]:
+        """After a deletion: the WAL is checkpointed and truncated, so no copy of a deleted
+        row's page stays in `<file>-wal`; `secure_delete` already zeroed the freed bytes of
+        the main file. `compact` also runs VACUUM (a smaller file; not needed for erasure)."""
+        done: dict[str, Any] = {"store": "sqlite", **self._db.checkpoint()}
+        if compact:
+            self._db.vacuum()
+            done.update({"vacuumed": True, **self._db.checkpoint()})
+        return done
+
     # --- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
