@@ -63,6 +63,16 @@ def recall_args(k: int) -> type[RecallArgs]:
     )
 
 
+def _forgot(n: int, memory_id: str) -> str:
+    """What the forget tool tells the model: forgetting a memory also erases its earlier
+    versions and what it was made from, so one id can delete several records."""
+    if n == 0:
+        return f"no memory {memory_id!r} to forget"
+    if n == 1:
+        return "forgot 1 memory"
+    return f"forgot {n} memories (the memory, its other versions and what it was made from)"
+
+
 class IdArgs(BaseModel):
     memory_id: str = Field(description="The id of a memory, as returned by recall or remember.")
 
@@ -144,11 +154,11 @@ def memory_tools(
 
     def forget(memory_id: str) -> str:
         n = engine.forget(memory_id, namespace=namespace)
-        return f"forgot {n} memory" if n == 1 else f"no memory {memory_id!r} to forget"
+        return _forgot(n, memory_id)
 
     async def aforget(memory_id: str) -> str:
         n = await engine.aforget(memory_id, namespace=namespace)
-        return f"forgot {n} memory" if n == 1 else f"no memory {memory_id!r} to forget"
+        return _forgot(n, memory_id)
 
     def confirm(memory_id: str) -> str:
         return _memory_json(engine.confirm(memory_id, namespace=namespace))
