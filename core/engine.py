@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from . import capabilities, vector_sync
+from . import capabilities, validation, vector_sync
 from .admin import Admin, RepairReport
 from .clock import SystemClock
 from .consolidation import ConsolidationReport
@@ -37,7 +37,7 @@ from .eviction import SweepReport
 from .extraction import ExtractionReport
 from .indexing import IndexWriter
 from .maintenance import Maintenance
-from .models import Kind, Memory, Status, Tier, new_id, validate_namespace
+from .models import Kind, Memory, Status, Tier, new_id, parse_kind, validate_namespace
 from .policy import DEFAULT_POLICY, Policy
 from .ports import (
     Clock,
@@ -255,6 +255,9 @@ class MemoryEngine:
         """`observe` for many texts at once, embedding them in batches (bulk ingest is
         several times faster). Every item is validated before anything is written, and
         each item is then its own atomic write, in order."""
+        items = validation.items(items, "items")
+        validation.positive_int(batch_size, "batch_size")
+        validation.callback(progress, "progress")
         return self._writes.observe_many(items, namespace, batch_size, progress)
 
     def remember(
@@ -287,12 +290,15 @@ class MemoryEngine:
 
     def confirm(self, memory_id: str, *, namespace: str | None = None) -> Memory:
         """The user vouches for this memory: it becomes a crystal (never decays or evicts)."""
+        validation.identifier(memory_id, "memory_id", self.policy)
         return self._writes.confirm(memory_id, namespace)
 
     def pin(
         self, memory_id: str, *, namespace: str | None = None, pinned: bool = True
     ) -> Memory:
         """'Always remember': a pinned memory never decays out of recall."""
+        validation.identifier(memory_id, "memory_id", self.policy)
+        validation.flag(pinned, "pinned")
         return self._writes.pin(memory_id, namespace, pinned)
 
     def extract_facts(
@@ -307,11 +313,14 @@ class MemoryEngine:
         `remember(..., source=<trace id>)` at the trace's time. Off the hot path; a re-run
         changes nothing (a source that already said a fact is a replay). See
         core/extraction.py for the prompt, the validation and the retries."""
+        _check_synthesizer(synthesizer, required=True)
+        since = validation.when(since, "since")
         return self._writes.extract_facts(synthesizer, namespace, since)
 
     # ------------------------------------------------------------------ read path
 
     def get(self, memory_id: str, *, namespace: str | None = None) -> Memory:
+        validation.identifier(memory_id, "memory_id", self.policy)
         return self._admin.get(memory_id, namespace)
 
     def recall(
@@ -335,10 +344,24 @@ class MemoryEngine:
         reinforced (their decay clock restarts) unless `reinforce=False`. `query_vector`
         is `query`'s embedding by this engine's embedder, when the caller already has it:
         searching many namespaces for one query then embeds it once."""
+        policy = self.policy
+        validation.text(query, "query", policy)
+        validation.positive_int(
+            k, "k", policy.retrieval.max_recall_k, "Policy.retrieval.max_recall_k"
+        )
+        as_of = validation.when(as_of, "as_of")
+        validation.flag(include_history, "include_history")
+        validation.flag(reinforce, "reinforce")
+        if token_budget is not None:
+            validation.positive_int(
+                token_budget, "token_budget", policy.retrieval.max_token_budget,
+                "Policy.retrieval.max_token_budget",
+            )
+        validated_kinds = validation.kinds(kinds)
         ns = self._ctx.namespace(namespace, flush=False)
         request = self._recall.request(
             query, k=k, as_of=as_of, include_history=include_history,
-            token_budget=token_budget, reinforce=reinforce, kinds=kinds,
+            token_budget=token_budget, reinforce=reinforce, kinds=validated_kinds,
             query_vector=query_vector,
         )
         return self._recall.recall(ns, request)
@@ -357,12 +380,16 @@ class MemoryEngine:
         `memory_id` (its versions are the traces linked to it as older or newer ones, each
         newer one carrying in its metadata why it was judged one, under "reverie_update",
         and each retired one why, under "reverie_superseded")."""
+        parse_kind(kind)
         if memory_id is not None:
+            validation.identifier(memory_id, "memory_id", self.policy)
             if subject is not None or predicate is not None:
                 raise InvalidInput("pass either subject and predicate, or memory_id")
             return self._admin.versions(memory_id, namespace)
         if subject is None or predicate is None:
             raise InvalidInput("history needs a subject and a predicate, or a memory_id")
+        validation.text(subject, "subject", self.policy)
+        validation.text(predicate, "predicate", self.policy)
         return self._admin.history(subject, predicate, namespace, kind)
 
     def restore(self, memory_id: str, *, namespace: str | None = None) -> Memory:
@@ -395,6 +422,20 @@ class MemoryEngine:
         namespace's maintenance lock; crash-safe and idempotent. `synthesizer` overrides
         the engine's (None for both: the extractive synthesizer, no LLM). `dry_run`
         returns the clusters and previews and writes nothing."""
+        _check_synthesizer(synthesizer)
+        if strategy is not None:
+            from .clustering import STRATEGIES
+
+            if strategy not in STRATEGIES:
+                raise InvalidInput(
+                    f"unknown clustering strategy {strategy!r}; choose one of "
+                    + ", ".join(STRATEGIES)
+                )
+        validation.flag(dry_run, "dry_run")
+        if max_workers is not None:
+            validation.positive_int(max_workers, "max_workers")
+        validation.callback(progress, "progress")
+        validation.callback(kill_hook, "kill_hook")
         return self._maintenance.consolidate(
             namespace,
             synthesizer=synthesizer if synthesizer is not None else self.synthesizer,
@@ -423,6 +464,7 @@ class MemoryEngine:
         `compact=True` also rewrites a Redis AOF. Journaled: a crash part way is finished
         by the next open or `gc` (core/deletion.py). Returns the records deleted. To undo
         a bad consolidation instead, use `undo_consolidation`."""
+        memory_ids = validation.identifiers(memory_ids, "each memory id", self.policy)
         report = self._maintenance.forget(memory_ids, namespace, compact=compact)
         self._writes.versions.forget_recent()  # no forgotten text stays in the write path
         return report.deleted
@@ -467,6 +509,9 @@ class MemoryEngine:
         hashes); never retention-exempt or pinned ones. Also finishes interrupted forgets
         and deletes vectors whose record is gone (core/deletion.py). `namespace=None`:
         every namespace."""
+        _check_namespace(namespace)
+        validation.flag(dry_run, "dry_run")
+        validation.callback(progress, "progress")
         return self._maintenance.gc(namespace, dry_run, progress)
 
     def sweep(
@@ -480,6 +525,10 @@ class MemoryEngine:
         """Distil, then archive, memories decayed below `evict_salience`; over the
         hard cap, merge first and archive the lowest scores (core/eviction.py).
         `namespace=None`: every namespace."""
+        _check_namespace(namespace)
+        validation.flag(dry_run, "dry_run")
+        validation.callback(progress, "progress")
+        _check_synthesizer(synthesizer)
         return self._maintenance.sweep(
             namespace, dry_run=dry_run, progress=progress, synthesizer=synthesizer,
             default_synthesizer=self.synthesizer, consolidate=self.consolidate,
@@ -487,6 +536,7 @@ class MemoryEngine:
 
     def forget_namespace(self, namespace: str) -> int:
         """Delete everything a namespace holds (a user's right to erasure)."""
+        validate_namespace(namespace)
         deleted = self._maintenance.forget_namespace(namespace)
         self._writes.versions.forget_recent()  # no forgotten text stays in the write path
         return deleted
@@ -508,13 +558,16 @@ class MemoryEngine:
     ) -> Iterator[Memory]:
         """Every memory of a namespace (optionally by status and tier), in a stable order,
         streamed from the store so a large namespace is never loaded at once."""
-        return self._admin.memories(namespace, statuses, tiers)
+        return self._admin.memories(
+            namespace, validation.statuses(statuses), validation.tiers(tiers)
+        )
 
     # ------------------------------------------------------------------ export / import
 
     def export(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """JSON-ready records: a header, then every memory (all statuses) and edge.
         `namespace=None` exports every namespace."""
+        _check_namespace(namespace)
         return self._admin.export(namespace)
 
     def import_(
@@ -523,7 +576,10 @@ class MemoryEngine:
         """Restore an export. Each batch is validated whole before it is written, and
         memories already present at the same or a newer version are left alone, so an
         import can be re-run after an interruption."""
-        return self._admin.import_(records, batch_size)
+        validation.positive_int(batch_size, "batch_size")
+        return self._admin.import_(
+            validation.import_records(records, self.policy), batch_size
+        )
 
     # ------------------------------------------------------------------ repair
 
@@ -538,6 +594,10 @@ class MemoryEngine:
         """Rebuild the derived vector index from the records: index what is missing,
         drop what has no record, refresh statuses. `reembed=True` re-embeds everything
         with the current embedder (after a model change)."""
+        _check_namespace(namespace)
+        validation.flag(reembed, "reembed")
+        validation.positive_int(batch_size, "batch_size")
+        validation.callback(progress, "progress")
         return self._admin.repair(namespace, reembed, batch_size, progress)
 
     # ------------------------------------------------------------------ lifecycle
@@ -555,7 +615,7 @@ class MemoryEngine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # async twins: the same calls, off the event loop
+    # async twins: the same calls, off the event loop (the same checks, in the worker)
     aobserve = _to_thread(observe)
     aobserve_many = _to_thread(observe_many)
     aremember = _to_thread(remember)
@@ -577,3 +637,19 @@ class MemoryEngine:
     asweep = _to_thread(sweep)
     astats = _to_thread(stats)
     arepair = _to_thread(repair)
+
+
+def _check_namespace(namespace: object) -> None:
+    """None (every namespace, or the default) or a valid namespace name."""
+    if namespace is not None:
+        validate_namespace(namespace)
+
+
+def _check_synthesizer(synthesizer: object, *, required: bool = False) -> None:
+    if synthesizer is None and not required:
+        return
+    if not callable(getattr(synthesizer, "synthesize", None)):
+        raise InvalidInput(
+            "synthesizer must be a Synthesizer (an object with synthesize(prompt, schema)), "
+            f"got {type(synthesizer).__name__}"
+        )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import updates, vector_sync
+from . import updates, validation, vector_sync
 from .cas import retry_conflicts
 from .clock import utc
 from .context import EngineContext
@@ -86,10 +86,7 @@ class WritePath:
     ) -> list[Memory]:
         ctx = self.ctx
         ns = ctx.namespace(namespace, index=False)  # a write: its vectors may stay queued
-        prepared = [
-            self.prepare(ns, it if isinstance(it, Observation) else Observation(it))
-            for it in items
-        ]
+        prepared = [self.prepare(ns, _observation(it, n)) for n, it in enumerate(items, 1)]
         out: list[Memory] = []
         for i in range(0, len(prepared), batch_size):
             chunk = prepared[i : i + batch_size]
@@ -122,20 +119,20 @@ class WritePath:
     def prepare(self, ns: str, item: Observation) -> Prepared:
         """Validate one observation and build its trace (nothing is written)."""
         ctx = self.ctx
-        text = ctx.check_text(item.text)
-        when = ctx.now(item.at)
-        src = item.source if item.source is not None else f"observe:{ctx.new_id()}"
-        if not isinstance(src, str) or not src.strip():
-            raise InvalidInput("source must be non-empty text")
-        if item.importance is not None:
-            check_unit("importance", item.importance)
+        policy = ctx.policy
+        text = ctx.check_text(validation.text(item.text, "text", policy))
+        when = ctx.now(validation.when(item.at, "at"))
+        src = (
+            validation.identifier(item.source, "source", policy)
+            if item.source is not None else f"observe:{ctx.new_id()}"
+        )
+        validation.unit(item.importance, "importance")
+        given = validation.entities(item.entities, policy)
+        meta = validation.metadata(item.metadata, policy) or {}
+        pinned = validation.flag(item.pinned, "pinned")
         # a speaker prefix ("Caroline: ...") names who spoke, not what it is about: as an
         # entity it would tie every line of a speaker into one meaningless hub
-        ents = (
-            frozenset(e.casefold() for e in item.entities)
-            if item.entities is not None
-            else extract_entities(strip_speaker(text))
-        )
+        ents = given if given is not None else extract_entities(strip_speaker(text))
         memory = Memory(
             id=ctx.new_id(),
             namespace=ns,
@@ -149,10 +146,10 @@ class WritePath:
             confidence=ctx.policy.funnel.initial_confidence_trace,
             sources=frozenset({src}),
             entities=ents,
-            metadata=dict(item.metadata or {}),
-            pinned=item.pinned,
+            metadata=meta,
+            pinned=pinned,
         )
-        assistant = updates.is_assistant(text, item.metadata)
+        assistant = updates.is_assistant(text, meta)
         return Prepared(memory, content_hash(text), src, when, assistant, updates.read(text))
 
     def _write_trace(
@@ -234,6 +231,15 @@ class WritePath:
         index: bool,
     ) -> Memory:
         ctx = self.ctx
+        policy = ctx.policy
+        for name, part in (("subject", subject), ("predicate", predicate), ("object", object)):
+            validation.text(part, name, policy)
+        validation.optional_text(text, "text", policy)
+        if source is not None:
+            validation.identifier(source, "source", policy)
+        at = validation.when(at, "at")
+        metadata = validation.metadata(metadata, policy)
+        validation.flag(index, "index")
         ns = ctx.namespace(namespace)
         k = parse_kind(kind)
         if k is Kind.EPISODIC:
@@ -411,3 +417,14 @@ class WritePath:
                 if other.id != memory.id and other.id not in linked:
                     linked[other.id] = Edge(memory.id, other.id, EdgeType.ENTITY, 1.0)
         return list(linked.values())
+
+
+def _observation(item: object, n: int) -> Observation:
+    """An item of `observe_many`: an `Observation`, or a text to observe with defaults."""
+    if isinstance(item, Observation):
+        return item
+    if isinstance(item, str):
+        return Observation(item)
+    raise InvalidInput(
+        f"item {n} is a {type(item).__name__}: observe_many takes texts or Observation items"
+    )
