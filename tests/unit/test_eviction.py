@@ -66,7 +66,7 @@ def test_decay_crosses_the_thresholds_at_the_hand_computed_days(engine: MemoryEn
     assert decay_score(m, at, engine.policy) == pytest.approx(0.01, abs=1e-6)
 
 
-def test_forget_a_member_deletes_the_synthesis_and_restores_the_others(
+def test_forget_a_member_rebuilds_the_synthesis_from_the_others(
     engine: MemoryEngine,
 ) -> None:
     a = engine.observe("my passport number is X1234567", importance=0.5)
@@ -77,15 +77,18 @@ def test_forget_a_member_deletes_the_synthesis_and_restores_the_others(
 
     n = engine.forget(a.id)
 
-    assert n == 2  # the memory and the synthesis that repeated its text
+    assert n == 1  # the memory; the synthesis is rewritten without it, not deleted
     ids = {m.id for m in engine.memories()}
-    assert ids == {b.id, c.id}
+    assert ids == {node.id, b.id, c.id}
+    rebuilt = engine.get(node.id)
+    assert rebuilt.derived_from == {b.id, c.id}
+    assert "X1234567" not in rebuilt.text
+    assert "Lisbon" in rebuilt.text and "office was slow" in rebuilt.text
     for m in (engine.get(b.id), engine.get(c.id)):
-        assert m.status is Status.ACTIVE and m.consolidated_into is None
-    assert node.id not in engine.vectors.ids(engine.default_namespace)
-    assert engine.store.edges(engine.default_namespace, [node.id]) == []
+        assert m.status is Status.CONSOLIDATED and m.consolidated_into == node.id
+    assert engine.store.edges(engine.default_namespace, [a.id]) == []
     found = engine.recall("passport number X1234567", k=5, include_history=True)
-    assert all("X1234567" not in h.text for h in found)
+    assert found and all("X1234567" not in h.text for h in found)
     assert all("X1234567" not in str(rec) for rec in engine.export())
 
 
