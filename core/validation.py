@@ -165,7 +165,7 @@ def when(value: object, what: str) -> datetime | None:
         t = None
     if t is None or not _EARLIEST <= t <= _LATEST:
         raise InvalidInput(
-            f"{what} is {value!r}, outside the years reverie can keep "
+            f"{what} is {value.isoformat()}, outside the years reverie can keep "
             f"({_EARLIEST.year}-{_LATEST.year})"
         )
     return t

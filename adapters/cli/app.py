@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -153,7 +153,7 @@ def _parse_time(value: str | None, option: str) -> datetime | None:
         return None
     try:
         return utc(datetime.fromisoformat(value))
-    except ValueError:
+    except (ValueError, OverflowError):
         raise typer.BadParameter(
             f"{value!r} is not an ISO-8601 time (e.g. 2025-03-27 or 2025-03-27T09:00:00Z)",
             param_hint=option,
@@ -173,15 +173,38 @@ def _kind(value: str) -> Kind:
     return kind
 
 
-def _open_text(path: str) -> AbstractContextManager[IO[str]]:
-    """A file to read, or stdin for '-' (left open: it is not ours to close)."""
+@contextmanager
+def _open_text(path: str) -> Iterator[Iterator[str]]:
+    """The lines of a UTF-8 file, or of stdin for '-' (left open: it is not ours to close).
+    Bytes that are not UTF-8 (a binary file) stop the read with an `InvalidInput` naming
+    the line, not a decoding traceback."""
     if path == "-":
-        return nullcontext(sys.stdin)
-    p = Path(path).expanduser()
-    try:
-        return p.open(encoding="utf-8")
-    except OSError as e:
-        raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
+        opened: AbstractContextManager[IO[str]] = nullcontext(sys.stdin)
+    else:
+        try:
+            opened = Path(path).expanduser().open(encoding="utf-8")
+        except OSError as e:
+            raise InvalidInput(f"cannot read {path}: {e.strerror or e}") from None
+    with opened as stream:
+        yield _decoded(stream, "stdin" if path == "-" else path)
+
+
+def _decoded(stream: IO[str], name: str) -> Iterator[str]:
+    n = 0
+    while True:
+        try:
+            line = stream.readline()
+        except UnicodeDecodeError:
+            raise InvalidInput(
+                f"{name} is not UTF-8 text (undecodable bytes after line {n}): "
+                "give a JSONL file saved as UTF-8"
+            ) from None
+        except OSError as e:
+            raise InvalidInput(f"cannot read {name}: {e.strerror or e}") from None
+        if not line:
+            return
+        n += 1
+        yield line
 
 
 def _count_lines(path: str) -> int | None:
