@@ -1,0 +1,199 @@
+"""Erasure on real parts, as a hostile user probes it: a SQLite file or an AOF-persisted
+redis-server, embedded Chroma and the real all-MiniLM-L6-v2 model.
+
+The scenario: a secret said four times and folded by the REM cycle into a synthesis,
+and once as a fact value later superseded. The agent does what the tools let it do:
+recall the secret, forget the ids recall returned. Afterwards no record holds it
+(any status, `history`, `as_of`, `include_history`, `export`), a routine `gc` does not
+bring it back, and no byte of it is left in any file reverie wrote (the SQLite file,
+its -wal and -shm, the Chroma directory), in any Redis key, or in the AOF once the
+documented rewrite (`forget(..., compact=True)`) returned.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reverie.core import ManualClock, Status, Tier
+from reverie.core.engine import MemoryEngine
+from reverie.integrations import open_engine
+from reverie.integrations.redis.store import RedisStore
+from tests.servers import start_redis
+
+pytestmark = pytest.mark.slow
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+SECRET = "kumquat-4471"
+NS = "user-a"
+SAID = [
+    f"my bank PIN is {SECRET}",
+    f"the PIN for my bank card is {SECRET}",
+    f"note to self: bank card PIN {SECRET}",
+    f"my bank card PIN code is {SECRET}",
+]
+
+
+@pytest.fixture(scope="module")
+def aof_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A redis-server of this module alone, AOF on with fsync always."""
+    data = tmp_path_factory.mktemp("erasure-redis") / "data"
+    server, url = start_redis(data, appendonly=True)
+    try:
+        yield {"url": url, "dir": data}
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def tier(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    home = tmp_path / "home"
+    state: dict[str, Any] = {"name": request.param, "home": home}
+    if request.param == "redis":
+        redis_info = request.getfixturevalue("aof_redis")
+        prefix = f"t{uuid.uuid4().hex[:8]}"
+        state.update(redis_info, prefix=prefix)
+        state["store"] = lambda: RedisStore.from_url(redis_info["url"], prefix=prefix)
+    else:
+        state["store"] = lambda: None
+    yield state
+
+
+def _open(tier: dict[str, Any], when: datetime) -> MemoryEngine:
+    return open_engine(
+        tier["home"], store=tier["store"](), clock=ManualClock(when), namespace=NS
+    )
+
+
+def _plant(engine: MemoryEngine) -> tuple[list[str], str]:
+    """The secret in four traces (consolidated into one synthesis) and one fact value
+    later superseded; returns the traces' ids and the synthesis id."""
+    traces = [
+        engine.observe(text, source=f"chat-{i}", importance=0.2, at=T0 + timedelta(minutes=i))
+        for i, text in enumerate(SAID)
+    ]
+    engine.remember("user", "bank pin", SECRET, at=T0, source="form-1")
+    engine.remember("user", "bank pin", "9090", at=T0 + timedelta(days=2), source="form-2")
+    engine.observe("I walked the dog in the park", importance=0.6)
+    engine.clock.advance(days=60)  # type: ignore[attr-defined]
+    report = engine.consolidate()
+    (cluster,) = [c for c in report.clusters if set(c.member_ids) == {t.id for t in traces}]
+    assert engine.get(cluster.synthesis_id).tier is Tier.SYNTHESIS
+    assert {engine.get(t.id).status for t in traces} == {Status.CONSOLIDATED}
+    return [t.id for t in traces], cluster.synthesis_id
+
+
+def _holders(engine: MemoryEngine) -> list[str]:
+    """Every record, in any status, whose exported form holds the secret."""
+    return [
+        rec["record"]["id"] for rec in engine.export(namespace=NS)
+        if rec["type"] == "memory" and SECRET in str(rec)
+    ]
+
+
+def _files_holding(root: Path, needle: str) -> list[str]:
+    low = needle.lower().encode()
+    return sorted(
+        str(p.relative_to(root)) for p in root.rglob("*")
+        if p.is_file() and low in p.read_bytes().lower()
+    )
+
+
+def _redis_values(client: Any, prefix: str) -> str:
+    """Every value under the prefix, read by type (DUMP may compress strings)."""
+    out: list[str] = []
+    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+        kind = client.type(key)
+        if kind == "string":
+            out.append(str(client.get(key)))
+        elif kind == "hash":
+            out.append(str(client.hgetall(key)))
+        elif kind == "set":
+            out.append(str(client.smembers(key)))
+        elif kind == "zset":
+            out.append(str(client.zrange(key, 0, -1, withscores=True)))
+        elif kind == "list":
+            out.append(str(client.lrange(key, 0, -1)))
+        elif kind == "stream":
+            out.append(str(client.xrange(key)))
+        out.append(str(key))
+    return "\n".join(out)
+
+
+def test_forgetting_what_recall_returned_erases_every_holder(tier: dict[str, Any]) -> None:
+    engine = _open(tier, T0)
+    traces, synthesis = _plant(engine)
+    assert len(_holders(engine)) == 6  # four traces, the synthesis, the superseded fact
+
+    hits = engine.recall("what is my bank PIN?", k=5)
+    returned = [h.id for h in hits]
+    assert synthesis in returned  # the agent sees the synthesis and the current fact
+    deleted = engine.forget(*returned, compact=tier["name"] == "redis")
+
+    assert deleted >= 7  # the synthesis, its four members, both versions of the fact
+    assert _holders(engine) == []
+    assert engine.history("user", "bank pin") == []
+    assert all(SECRET not in h.text for h in engine.recall(
+        f"bank PIN {SECRET}", k=20, include_history=True))
+    assert all(SECRET not in h.text for h in engine.recall(
+        f"bank PIN {SECRET}", k=20, as_of=T0 + timedelta(days=1)))
+    for i in (*traces, synthesis):
+        assert i not in engine.vectors.ids(NS)
+
+    engine.clock.advance(days=365)  # type: ignore[attr-defined]
+    report = engine.gc()
+    assert report.orphans_restored == 0
+    assert _holders(engine) == []
+    assert all(SECRET not in h.text for h in engine.recall("what is my bank PIN?", k=10))
+    engine.close()
+
+    # reopened: still nothing, and no forget left unfinished
+    again = _open(tier, T0 + timedelta(days=430))
+    assert _holders(again) == []
+    assert again.store.get_meta("forget_pending") == "[]"
+    again.close()
+
+
+def test_no_byte_of_a_forgotten_text_is_left_where_reverie_wrote(tier: dict[str, Any]) -> None:
+    engine = _open(tier, T0)
+    traces, synthesis = _plant(engine)
+    engine.flush()
+    home: Path = tier["home"]
+    redis = tier["name"] == "redis"
+    if redis:
+        client = engine.store.client  # type: ignore[attr-defined]
+        assert SECRET in _redis_values(client, tier["prefix"])
+        assert _files_holding(tier["dir"], SECRET) != []  # the AOF has it: the test can fail
+    else:
+        assert _files_holding(home, SECRET) != []
+
+    report = engine.forget_matching(SECRET, compact=redis)
+
+    assert set(report.erased) >= set(traces)
+    assert report.cascaded == (synthesis,)  # no member left to rebuild it from
+    assert _holders(engine) == []
+    if redis:
+        assert report.residue["aof_rewritten"] == 1
+        assert SECRET not in _redis_values(client, tier["prefix"])
+    else:
+        assert report.residue["complete"] is True
+        for wal in home.rglob("*.db-wal"):  # checkpointed and truncated
+            assert wal.stat().st_size == 0
+    # Chroma's write log keeps no entry that wrote an erased vector
+    chroma_db = next(home.rglob("chroma.sqlite3"))
+    erased = [*report.erased, *report.cascaded]
+    with sqlite3.connect(chroma_db) as log:
+        rows = log.execute(
+            f"SELECT count(*) FROM embeddings_queue WHERE operation != 3 AND id IN "
+            f"({','.join('?' * len(erased))})", erased,
+        ).fetchone()[0]
+    assert rows == 0
+    engine.close()
+    assert _files_holding(home, SECRET) == []
+    if redis:
+        assert _files_holding(tier["dir"], SECRET) == []
