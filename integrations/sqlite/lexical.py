@@ -1,66 +1,81 @@
-"""The SQLite store's lexical index: FTS5 rows of the active texts, the change log that
-keeps other processes' BM25 mirrors exact, and BM25 search through this process's mirrors.
+"""The SQLite store's lexical index: an inverted index of the active texts kept in the file,
+in the same transaction as the records, and BM25 search that reads only the postings of the
+query's terms.
 
-- The FTS5 table holds a row only while a memory is active, maintained in the same
-  transaction as the record. Searching therefore never sees superseded, consolidated or
-  archived text, and never needs a join back to the records.
-- Each namespace has a small number (`namespace_ids`), the high bits of its full-text
-  rowids (`schema.fts_rowid`): one contiguous rowid range per tenant, which FTS5 seeks to
-  directly, so a search costs what its own namespace matches, not what every tenant
-  matches.
-- Scoring is BM25 in this process, by a `Bm25Mirror` per namespace (integrations/lexical/),
-  the same ranking the Redis tier gives. A mirror is kept exact across processes by the
-  change log (the migration to schema 4 says how): every write transaction that changes a
-  namespace's full-text rows takes a store-wide generation and logs the seqs it changed; a
-  mirror behind replays them, or is rebuilt from the FTS5 rows when it cannot.
+- Postings live in `lexical_postings`, one row per block of up to `BLOCK` documents of one
+  (namespace number, term): the documents' record seqs (ascending), their term frequencies
+  and their lengths, as packed arrays. A term's postings are a contiguous key range, read
+  with a handful of page reads and decoded with numpy; a namespace never sees another's
+  postings (the key starts with the namespace's own number, an exact match, not a prefix).
+- Each namespace's BM25 statistics (active documents, total length) are kept in
+  `namespace_ids`, and each term's document and block counts in `lexical_terms`, changed
+  by the same transaction as the postings, so every process scores
+  with the namespace's own exact statistics and nothing is rebuilt when a process opens.
+- Search is exact BM25 top-k (FTS5's formula, `integrations/lexical/bm25.py`) computed
+  term at a time, rarest first, with MaxScore pruning: once the terms left could not lift
+  an unseen document above the k-th score so far, only the documents already seen that
+  could still reach the top k are completed, by looking their postings up block by block.
+  A query costs what its terms' postings cost, never the namespace's size.
+- Writes are buffered per transaction and applied once per (namespace, term) before the
+  commit (`flush`), so a batch of many documents rewrites each touched block once.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
-import threading
-from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from reverie.core.errors import BackendUnavailable
-from reverie.integrations.lexical.mirror import Bm25Mirror
+from reverie.integrations.lexical.bm25 import BM25_B, BM25_K1, IDF_FLOOR, term_frequencies
 from reverie.integrations.sqlite.database import chunks, marks
-from reverie.integrations.sqlite.schema import (
-    GENERATION_KEY,
-    MAX_NS_NUM,
-    SEQ_MASK,
-    TRIMMED_KEY,
-    fts_document,
-    fts_range,
-    fts_rowid,
-)
+from reverie.integrations.sqlite.schema import BLOCK, MAX_NS_NUM
 
-__all__ = ["FullText"]
+__all__ = ["FullText", "LexicalTop"]
 
-# Generations of the change log kept, and how often (in generations) it is trimmed.
-LOG_KEEP = 50_000
-LOG_TRIM_EVERY = 1_000
-# How many namespaces' BM25 mirrors one store keeps in memory (least recently used go).
-MIRRORS_KEPT = 64
+_SEQ = np.dtype("<i8")
+_INT = np.dtype("<i4")
+# Relative slack on the pruning bounds: partial sums are added in another order than the
+# final scores, so they may differ in the last bits; a document within this of the bar is
+# kept and scored exactly.
+_SLACK = 1e-9
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One (namespace number, term)'s changes in the open transaction."""
+
+    drops: set[int] = field(default_factory=set)
+    adds: dict[int, tuple[int, int]] = field(default_factory=dict)  # seq -> (tf, length)
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalTop:
+    """The best documents of one search: record seqs and BM25 scores, best first."""
+
+    seqs: list[int]
+    scores: list[float]
 
 
 class FullText:
-    """The full-text rows, change log and BM25 mirrors of one store.
+    """The postings and per-namespace statistics of one store.
 
     Its methods that take a connection run inside the store's transaction; `begin` must be
-    called at the start of every write transaction (the generation is taken per
-    transaction, on first use)."""
+    called at the start of every write transaction and `flush` just before its commit."""
 
-    def __init__(self, path: Path, lock: threading.RLock) -> None:
+    def __init__(self, path: Path) -> None:
         self._path = path
-        self._lock = lock  # the store's: mirrors are read and changed under it
-        self.mirrors: OrderedDict[str, Bm25Mirror] = OrderedDict()
-        self._tx_gen: int | None = None  # the lexical generation of the open write, if any
+        self._pending: dict[tuple[int, str], _Pending] = {}
+        self._stats: dict[int, list[int]] = {}  # num -> [documents delta, length delta]
 
     def begin(self) -> None:
-        """A write transaction starts: it takes a new generation when it changes a row."""
-        self._tx_gen = None
+        """A write transaction starts: nothing is pending."""
+        self._pending.clear()
+        self._stats.clear()
 
     # --- namespace numbers ----------------------------------------------------------------
 
@@ -81,157 +96,297 @@ class FullText:
                 f"{self._path} has used up its namespace numbers; export and re-import the "
                 "store into a new file"
             )
-        gen = self._generation(conn)  # this incarnation of the namespace
-        conn.execute(
-            "INSERT INTO namespace_ids (name, num, lexical_gen, created_gen) VALUES (?, ?, ?, ?)",
-            (ns, num, gen, gen),
-        )
+        conn.execute("INSERT INTO namespace_ids (name, num) VALUES (?, ?)", (ns, num))
         return num
 
-    # --- the change log -------------------------------------------------------------------
+    # --- writes: the postings follow the active set ---------------------------------------
 
-    def _generation(self, conn: sqlite3.Connection) -> int:
-        """The open write transaction's lexical generation (taken on first use)."""
-        if self._tx_gen is None:
-            gen = int(
-                conn.execute(
-                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE name = ? "
-                    "RETURNING value",
-                    (GENERATION_KEY,),
-                ).fetchone()[0]
-            )
-            if gen % LOG_TRIM_EVERY == 0 and gen > LOG_KEEP:
-                conn.execute("DELETE FROM lexical_changes WHERE gen < ?", (gen - LOG_KEEP,))
-                conn.execute(
-                    "UPDATE meta SET value = ? WHERE name = ?", (str(gen - LOG_KEEP), TRIMMED_KEY)
-                )
-            self._tx_gen = gen
-        return self._tx_gen
+    def index(self, num: int, seq: int, text: str) -> None:
+        """Index record `seq`'s text under namespace number `num` (applied at `flush`)."""
+        self._add(num, seq, text)
 
-    def _changed(self, conn: sqlite3.Connection, num: int, seq: int) -> None:
-        gen = self._generation(conn)
-        conn.execute("UPDATE namespace_ids SET lexical_gen = ? WHERE num = ?", (gen, num))
-        conn.execute(
-            "INSERT OR IGNORE INTO lexical_changes (gen, num, seq) VALUES (?, ?, ?)",
-            (gen, num, seq),
-        )
+    def _add(self, num: int, seq: int, text: str) -> None:
+        counts, length = term_frequencies(text)
+        for term, tf in counts.items():
+            p = self._pending.setdefault((num, term), _Pending())
+            p.adds[seq] = (tf, length)
+        st = self._stats.setdefault(num, [0, 0])
+        st[0] += 1
+        st[1] += length
 
-    # --- writes: the rows follow the active set -------------------------------------------
+    def _drop(self, num: int, seq: int, text: str) -> None:
+        counts, length = term_frequencies(text)
+        for term in counts:
+            p = self._pending.setdefault((num, term), _Pending())
+            p.adds.pop(seq, None)
+            p.drops.add(seq)
+        st = self._stats.setdefault(num, [0, 0])
+        st[0] -= 1
+        st[1] -= length
 
     def follow(
-        self, conn: sqlite3.Connection, ns: str, seq: int, *, was_indexed: bool,
-        same_text: bool, active: bool, text: str,
+        self, conn: sqlite3.Connection, ns: str, seq: int, *, old_text: str | None,
+        active: bool, text: str,
     ) -> None:
-        """Record `seq` was written: index its text while it is active, and only then."""
+        """Record `seq` was written: index its text while it is active, and only then.
+        `old_text` is the text it was indexed under before this write (None when it was
+        not indexed: new, or not active)."""
         num = self.ensure_ns_num(conn, ns)
-        rowid = fts_rowid(num, seq)
-        if was_indexed and not (active and same_text):
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
-            self._changed(conn, num, seq)
-        if active and not (was_indexed and same_text):
-            conn.execute(
-                "INSERT INTO memory_fts (rowid, text) VALUES (?, ?)", (rowid, fts_document(text))
-            )
-            self._changed(conn, num, seq)
+        if old_text is not None and not (active and old_text == text):
+            self._drop(num, seq, old_text)
+        if active and old_text != text:
+            self._add(num, seq, text)
 
     def remove(self, conn: sqlite3.Connection, num: int, seqs: Sequence[int]) -> None:
-        """Records `seqs` of namespace number `num` are being deleted."""
-        conn.executemany(
-            "DELETE FROM memory_fts WHERE rowid = ?", [(fts_rowid(num, seq),) for seq in seqs]
-        )
-        for seq in seqs:
-            self._changed(conn, num, seq)
+        """Records `seqs` of namespace number `num` are being deleted (call before the rows
+        go): their postings leave with them."""
+        for chunk in chunks(seqs):
+            for seq, text in conn.execute(
+                f"SELECT seq, json_extract(record, '$.text') FROM memories "
+                f"WHERE seq IN ({marks(len(chunk))}) AND status = 'active'",
+                tuple(chunk),
+            ):
+                self._drop(num, int(seq), str(text))
 
     def drop_namespace(self, conn: sqlite3.Connection, ns: str) -> None:
-        """The namespace is being deleted: its rows and its number go."""
+        """The namespace is being deleted: its postings and its number go."""
         num = self.ns_num(conn, ns)
         if num is not None:
-            conn.execute("DELETE FROM memory_fts WHERE rowid BETWEEN ? AND ?", fts_range(num))
+            self._pending = {key: p for key, p in self._pending.items() if key[0] != num}
+            self._stats.pop(num, None)
+            conn.execute("DELETE FROM lexical_postings WHERE num = ?", (num,))
+            conn.execute("DELETE FROM lexical_terms WHERE num = ?", (num,))
             conn.execute("DELETE FROM namespace_ids WHERE name = ?", (ns,))
 
-    @staticmethod
-    def optimize(conn: sqlite3.Connection) -> None:
-        """FTS5 only marks deletions; merging the segments drops the deleted terms."""
-        conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-
-    def forget(self, ns: str, seqs: Sequence[int] | None) -> None:
-        """Deleted text leaves this process's memory at once, not at the next search (after
-        the commit: a rolled-back delete must not drop a document the log will not bring
-        back). `None` drops the namespace's whole mirror."""
-        with self._lock:
-            mirror = self.mirrors.get(ns)
-            if mirror is None:
-                return
-            if seqs is None:
-                del self.mirrors[ns]
-                return
-            for seq in seqs:
-                mirror.remove(seq)
-
-    def clear(self) -> None:
-        with self._lock:
-            self.mirrors.clear()
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Apply the transaction's pending changes (just before it commits)."""
+        counts: list[tuple[int, str, int, int]] = []
+        for (num, term), p in sorted(self._pending.items()):
+            if p.drops or p.adds:
+                df, blocks = _apply(conn, num, term, p.drops, p.adds)
+                if df or blocks:
+                    counts.append((num, term, df, blocks))
+        conn.executemany(
+            "INSERT INTO lexical_terms (num, term, df, blocks) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (num, term) DO UPDATE SET df = df + excluded.df, "
+            "blocks = blocks + excluded.blocks",
+            counts,
+        )
+        conn.executemany(
+            "DELETE FROM lexical_terms WHERE num = ? AND term = ? AND df <= 0",
+            [(num, term) for num, term, df, _ in counts if df < 0],
+        )
+        for num, (docs, length) in self._stats.items():
+            if docs or length:
+                conn.execute(
+                    "UPDATE namespace_ids SET docs = docs + ?, doc_terms = doc_terms + ? "
+                    "WHERE num = ?",
+                    (docs, length, num),
+                )
+        self.begin()
 
     # --- search ---------------------------------------------------------------------------
 
     def top(
         self, conn: sqlite3.Connection, ns: str, terms: Sequence[str], k: int
     ) -> list[tuple[str, float]]:
-        """(memory id, BM25 score) of the best `k` active texts for `terms`, best first,
-        from the namespace's mirror brought up to date inside the caller's read snapshot."""
+        """(memory id, BM25 score) of the best `k` active texts for `terms`, best first;
+        ties by record seq (insertion order), as every tier breaks them."""
         row = conn.execute(
-            "SELECT num, lexical_gen, created_gen FROM namespace_ids WHERE name = ?", (ns,)
+            "SELECT num, docs, doc_terms FROM namespace_ids WHERE name = ?", (ns,)
         ).fetchone()
-        if row is None:  # never written, or deleted (by any process): drop any copy
-            self.mirrors.pop(ns, None)
+        if row is None or k <= 0:
             return []
-        mirror = self._current_mirror(conn, ns, int(row[0]), int(row[1]), int(row[2]))
-        return mirror.top(terms, k)
+        best = search(conn, int(row[0]), int(row[1]), float(row[2]), terms, k)
+        if not best.seqs:
+            return []
+        ids = dict(conn.execute(
+            f"SELECT seq, id FROM memories WHERE seq IN ({marks(len(best.seqs))})",
+            tuple(best.seqs),
+        ).fetchall())
+        return [(str(ids[s]), sc) for s, sc in zip(best.seqs, best.scores, strict=True)]
 
-    def _current_mirror(
-        self, conn: sqlite3.Connection, ns: str, num: int, gen: int, created: int
-    ) -> Bm25Mirror:
-        mirror = self.mirrors.get(ns)
-        if mirror is not None and mirror.identity == (num, created):
-            self.mirrors.move_to_end(ns)
-            if mirror.generation == gen:
-                return mirror
-            trimmed = int(
-                conn.execute("SELECT value FROM meta WHERE name = ?", (TRIMMED_KEY,)).fetchone()[0]
-            )
-            if mirror.generation >= trimmed and mirror.dead_fraction <= 0.5:
-                changed = [
-                    seq for (seq,) in conn.execute(
-                        "SELECT DISTINCT seq FROM lexical_changes WHERE gen > ? AND num = ?",
-                        (mirror.generation, num),
-                    )
-                ]
-                for seq in changed:
-                    mirror.remove(seq)
-                for chunk in chunks(changed):
-                    mirror.add_many(self._documents(
-                        conn,
-                        f"f.rowid IN ({marks(len(chunk))})",
-                        [fts_rowid(num, seq) for seq in chunk],
-                    ))
-                mirror.generation = gen
-                return mirror
-        mirror = Bm25Mirror((num, created), gen)
-        mirror.add_many(self._documents(conn, "f.rowid BETWEEN ? AND ?", fts_range(num)))
-        self.mirrors[ns] = mirror
-        self.mirrors.move_to_end(ns)
-        while len(self.mirrors) > MIRRORS_KEPT:
-            self.mirrors.popitem(last=False)
-        return mirror
 
-    @staticmethod
-    def _documents(
-        conn: sqlite3.Connection, where: str, params: Sequence[int]
-    ) -> Iterator[tuple[int, str, str]]:
-        """(seq, memory id, stored FTS text) of the full-text rows selected by `where`."""
-        for rowid, memory_id, text in conn.execute(
-            f"SELECT f.rowid, m.id, f.text FROM memory_fts f "
-            f"JOIN memories m ON m.seq = (f.rowid & {SEQ_MASK}) WHERE {where}",
-            tuple(params),
+# --------------------------------------------------------------------------- blocks
+
+
+def _blocks(rows: Iterable[tuple[bytes, bytes, bytes]]) -> tuple[np.ndarray, ...]:
+    """(seqs, tfs, lengths) of the given block rows, concatenated."""
+    parts = list(rows)
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    seqs = np.concatenate([np.frombuffer(s, dtype=_SEQ) for s, _, _ in parts])
+    tfs = np.concatenate([np.frombuffer(t, dtype=_INT) for _, t, _ in parts])
+    lens = np.concatenate([np.frombuffer(n, dtype=_INT) for _, _, n in parts])
+    return seqs, tfs, lens
+
+
+def _apply(
+    conn: sqlite3.Connection, num: int, term: str, drops: set[int],
+    adds: dict[int, tuple[int, int]],
+) -> tuple[int, int]:
+    """Rewrite the blocks of (num, term) that the changes touch: the blocks from the one
+    holding the lowest changed seq to the highest. Appending past a full last block reads
+    nothing back. Returns how the term's document and block counts changed."""
+    keys = drops | adds.keys()
+    lo, hi = min(keys), max(keys)
+    head = conn.execute(
+        "SELECT first_seq, last_seq, n FROM lexical_postings WHERE num = ? AND term = ? "
+        "AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
+        (num, term, lo),
+    ).fetchone()
+    start = lo
+    if head is not None and not (head[1] < lo and head[2] >= BLOCK):
+        start = int(head[0])  # the block that may hold `lo`, or a last block with room
+    rows = conn.execute(
+        "SELECT id, seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ? "
+        "AND first_seq BETWEEN ? AND ?",
+        (num, term, start, hi),
+    ).fetchall()
+    seqs, tfs, lens = _blocks((s, t, n) for _, s, t, n in rows)
+    before = len(seqs)
+    if drops:
+        keep = ~np.isin(seqs, np.fromiter(drops, dtype=np.int64, count=len(drops)))
+        seqs, tfs, lens = seqs[keep], tfs[keep], lens[keep]
+    if adds:
+        new = sorted(adds.items())
+        add_seqs = np.asarray([s for s, _ in new], dtype=np.int64)
+        keep = ~np.isin(seqs, add_seqs)
+        seqs = np.concatenate([seqs[keep], add_seqs])
+        tfs = np.concatenate([tfs[keep], np.asarray([v[0] for _, v in new], dtype=np.int64)])
+        lens = np.concatenate([lens[keep], np.asarray([v[1] for _, v in new], dtype=np.int64)])
+        order = np.argsort(seqs, kind="stable")
+        seqs, tfs, lens = seqs[order], tfs[order], lens[order]
+    if rows:
+        conn.executemany("DELETE FROM lexical_postings WHERE id = ?", [(r[0],) for r in rows])
+    blocks = [
+        (num, term, int(seqs[i]), int(seqs[j - 1]), j - i,
+         seqs[i:j].astype(_SEQ).tobytes(), tfs[i:j].astype(_INT).tobytes(),
+         lens[i:j].astype(_INT).tobytes())
+        for i in range(0, len(seqs), BLOCK)
+        for j in (min(i + BLOCK, len(seqs)),)
+    ]
+    conn.executemany(
+        "INSERT INTO lexical_postings (num, term, first_seq, last_seq, n, seqs, tfs, lens) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        blocks,
+    )
+    return len(seqs) - before, len(blocks) - len(rows)
+
+
+# --------------------------------------------------------------------------- BM25
+
+
+def _contrib(idf: float, tf: np.ndarray, length: np.ndarray, avg: float) -> np.ndarray:
+    """One term's BM25 contribution, in the reference's operation order (bit-identical to
+    `integrations/lexical/bm25.py` and the Redis tier)."""
+    tf = tf.astype(np.float64)
+    denom = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * length.astype(np.float64) / avg)
+    out: np.ndarray = idf * (tf * (BM25_K1 + 1.0)) / denom
+    return out
+
+
+def _lookup(
+    conn: sqlite3.Connection, num: int, term: str, want: np.ndarray, blocks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of `term` for the documents `want` (sorted seqs): the whole term when
+    that reads fewer blocks, else the one block that may hold each document."""
+    if len(want) >= blocks:
+        seqs, tfs, lens = _blocks(conn.execute(
+            "SELECT seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ?",
+            (num, term),
+        ))
+    else:
+        seen: dict[int, tuple[bytes, bytes, bytes]] = {}
+        covered = -1  # the last seq the blocks read so far may hold
+        for s in want.tolist():
+            if s <= covered:
+                continue
+            row = conn.execute(
+                "SELECT first_seq, last_seq, seqs, tfs, lens FROM lexical_postings "
+                "WHERE num = ? AND term = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
+                (num, term, s),
+            ).fetchone()
+            if row is None:
+                continue
+            if row[0] not in seen:
+                seen[int(row[0])] = (row[2], row[3], row[4])
+            covered = max(covered, int(row[1]))
+        seqs, tfs, lens = _blocks(seen.values())
+    hit = np.isin(seqs, want)
+    return seqs[hit], tfs[hit], lens[hit]
+
+
+def search(
+    conn: sqlite3.Connection, num: int, docs: int, total: float, terms: Sequence[str], k: int
+) -> LexicalTop:
+    """Exact BM25 top-k over namespace `num` (see the module docstring) for the distinct
+    `terms` (`core.text.query_terms`; a repeat counts once)."""
+    if k <= 0 or docs <= 0 or not terms:
+        return LexicalTop([], [])
+    avg = total / docs if total > 0 else 1.0
+    distinct = list(dict.fromkeys(terms))
+    stats: dict[str, tuple[int, int]] = {}
+    for chunk in chunks(distinct):
+        for term, df, blocks in conn.execute(
+            f"SELECT term, df, blocks FROM lexical_terms WHERE num = ? "
+            f"AND term IN ({marks(len(chunk))})",
+            (num, *chunk),
         ):
-            yield int(rowid) & SEQ_MASK, str(memory_id), str(text)
+            stats[str(term)] = (int(df), int(blocks))
+    idf: dict[str, float] = {}
+    for term, (df, _) in stats.items():
+        value = math.log((docs - df + 0.5) / (df + 0.5))
+        idf[term] = IDF_FLOOR if value <= 0.0 else value
+    if not idf:
+        return LexicalTop([], [])
+    # no document gains more than idf * (k1 + 1) from one term (tf -> inf, length -> 0)
+    bound = {t: idf[t] * (BM25_K1 + 1.0) for t in idf}
+    order = sorted(idf, key=lambda t: (-bound[t], t))  # the strongest terms first
+    left = sum(bound.values())
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (seqs, contributions)
+    seen = np.zeros(0, dtype=np.int64)
+    partial = np.zeros(0, dtype=np.float64)
+    bar = 0.0
+    rest: list[str] = []
+    for i, term in enumerate(order):
+        if len(partial) >= k and left < bar * (1.0 - _SLACK):
+            rest = order[i:]  # no unseen document can reach the k-th score any more
+            break
+        seqs, tfs, lens = _blocks(conn.execute(
+            "SELECT seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ?",
+            (num, term),
+        ))
+        c = _contrib(idf[term], tfs, lens, avg)
+        found[term] = (seqs, c)
+        left -= bound[term]
+        seen, inverse = np.unique(np.concatenate([seen, seqs]), return_inverse=True)
+        merged = np.zeros(len(seen), dtype=np.float64)
+        np.add.at(merged, inverse[: len(partial)], partial)
+        np.add.at(merged, inverse[len(partial):], c)
+        partial = merged
+        if len(partial) >= k:
+            bar = float(-np.partition(-partial, k - 1)[k - 1])
+    candidates = seen
+    if rest:
+        # only documents already seen can make the top k; keep those that still might
+        candidates = seen[partial + left >= bar * (1.0 - _SLACK)]
+        for term in rest:
+            seqs, tfs, lens = _lookup(conn, num, term, candidates, stats[term][1])
+            found[term] = (seqs, _contrib(idf[term], tfs, lens, avg))
+    # the exact scores, summed term by term in query order as the reference does
+    scores = np.zeros(len(candidates), dtype=np.float64)
+    for term in distinct:
+        if term not in found:
+            continue
+        seqs, c = found[term]
+        at = np.searchsorted(candidates, seqs)
+        inside = at < len(candidates)
+        inside[inside] = candidates[at[inside]] == seqs[inside]
+        scores[at[inside]] += c[inside]
+    hit = np.flatnonzero(scores)
+    if hit.size == 0:
+        return LexicalTop([], [])
+    best = hit[np.lexsort((candidates[hit], -scores[hit]))][:k]
+    return LexicalTop([int(s) for s in candidates[best]], [float(x) for x in scores[best]])

@@ -129,8 +129,7 @@ def put(
     # The lexical index follows the active set.
     fulltext.follow(
         conn, ns, seq,
-        was_indexed=old is not None and old.active,
-        same_text=old is not None and old.text == m.text,
+        old_text=old.text if old is not None and old.active else None,
         active=m.is_active,
         text=m.text,
     )
@@ -147,7 +146,7 @@ def put(
 
 def delete(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> int:
     """Delete the records `ids` (one `IN` list's worth), their entity rows and every edge
-    touching them; the full-text rows are the caller's (`FullText.remove`). Returns how
+    touching them; the postings are the caller's (`FullText.remove`). Returns how
     many records were deleted."""
     in_list = marks(len(ids))
     deleted = conn.execute(

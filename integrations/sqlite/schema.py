@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
 from reverie.core.text import lexical_terms
 
 __all__ = [
-    "GENERATION_KEY", "MARKER_NAME", "MARKER_VALUE", "MIGRATIONS", "SCHEMA_VERSION",
+    "BLOCK", "GENERATION_KEY", "MARKER_NAME", "MARKER_VALUE", "MIGRATIONS", "SCHEMA_VERSION",
     "SEQ_MASK", "TRIMMED_KEY", "fts_document", "fts_range", "fts_rowid",
 ]
 
@@ -28,6 +29,10 @@ MAX_NS_NUM = (1 << (63 - SEQ_BITS)) - 1
 # and the generation below which the log was trimmed.
 GENERATION_KEY = "lexical.gen"
 TRIMMED_KEY = "lexical.trimmed"
+# Postings per row of `lexical_postings` (schema 6): 16 bytes each, so a full block (2 KiB)
+# stays inside one 4 KiB page; a larger block reads a common term in fewer rows but makes
+# every write that appends to it rewrite more bytes.
+BLOCK = 128
 
 
 def fts_rowid(ns_num: int, seq: int) -> int:
@@ -212,11 +217,79 @@ def _migrate_to_5(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_to_6(conn: sqlite3.Connection) -> None:
+    """BM25 without a per-process copy of the index (integrations/sqlite/lexical.py): the
+    postings of each (namespace number, term) in blocks of `BLOCK` documents (record
+    seqs ascending, term frequencies, document lengths, as packed little-endian arrays),
+    each term's document and block counts, and each namespace's active-document count and
+    total length beside its number, all kept by the same transactions as the records.
+    Built here once from the active records, a slice of seqs at a time; FTS5's table and
+    the change log that kept the old in-process copies exact go."""
+    from reverie.integrations.sqlite.lexical import FullText
+
+    conn.execute("ALTER TABLE namespace_ids ADD COLUMN docs INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE namespace_ids ADD COLUMN doc_terms INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        """
+        CREATE TABLE lexical_postings (
+            id        INTEGER PRIMARY KEY,
+            num       INTEGER NOT NULL,  -- namespace_ids.num
+            term      TEXT NOT NULL,     -- one of core.text.lexical_terms
+            first_seq INTEGER NOT NULL,  -- lowest record seq in the block
+            last_seq  INTEGER NOT NULL,  -- highest
+            n         INTEGER NOT NULL,  -- postings in the block
+            seqs      BLOB NOT NULL,     -- int64 record seqs, ascending
+            tfs       BLOB NOT NULL,     -- int32 term frequencies
+            lens      BLOB NOT NULL      -- int32 document lengths (terms)
+        )
+        """
+    )
+    conn.execute(
+        "CREATE UNIQUE INDEX lexical_postings_by_term ON lexical_postings (num, term, first_seq)"
+    )
+    # each term's document frequency (BM25's n) and block count, read before any posting
+    conn.execute(
+        """
+        CREATE TABLE lexical_terms (
+            num    INTEGER NOT NULL,
+            term   TEXT NOT NULL,
+            df     INTEGER NOT NULL,
+            blocks INTEGER NOT NULL,
+            PRIMARY KEY (num, term)
+        ) WITHOUT ROWID
+        """
+    )
+    text = FullText(Path("<migration>"))
+    after = 0
+    while True:
+        rows = conn.execute(
+            """
+            SELECT m.seq, n.num, json_extract(m.record, '$.text') FROM memories m
+            JOIN namespace_ids n ON n.name = m.namespace
+            WHERE m.seq > ? AND m.status = 'active' ORDER BY m.seq LIMIT 20000
+            """,
+            (after,),
+        ).fetchall()
+        if not rows:
+            break
+        text.begin()
+        for seq, num, body in rows:
+            text.index(int(num), int(seq), str(body))
+        text.flush(conn)
+        after = int(rows[-1][0])
+    conn.execute("DROP TABLE memory_fts")
+    conn.execute("DROP TABLE lexical_changes")
+    conn.execute("DELETE FROM meta WHERE name IN (?, ?)", (GENERATION_KEY, TRIMMED_KEY))
+    conn.execute("ALTER TABLE namespace_ids DROP COLUMN lexical_gen")
+    conn.execute("ALTER TABLE namespace_ids DROP COLUMN created_gen")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
     _migrate_to_4,
     _migrate_to_5,
+    _migrate_to_6,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

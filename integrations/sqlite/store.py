@@ -10,7 +10,7 @@ retry freely. The parts, each in its module:
   transactions on one shared connection;
 - ``sqlite.records``: the rows of one memory (the JSON record and its lookup columns) and
   the rules a commit checks;
-- ``sqlite.lexical``: the FTS5 rows of the active texts and BM25 through in-process mirrors;
+- ``sqlite.lexical``: the postings of the active texts and BM25 over them;
 - ``sqlite.leases``: the maintenance lease, the consolidation journal, the user's meta.
 
 This module is the `SQLiteStore` itself: the RecordStore and LexicalIndex ports over them.
@@ -65,7 +65,7 @@ class SQLiteStore:
         each; 0 turns it off), see core.codec.DecodedRecords. `synchronous`: "NORMAL", or
         "FULL" for commits that survive a power loss (`sqlite.database.Database`)."""
         self._db = Database(path, synchronous=synchronous)
-        self._text = FullText(self._db.path, self._db.lock)
+        self._text = FullText(self._db.path)
         self._decoded = DecodedRecords(decoded_records)  # recall re-reads the same records
 
     @property
@@ -76,10 +76,12 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction, whose full-text changes share one generation."""
+        """One IMMEDIATE transaction; its lexical changes are applied just before the
+        commit, each touched block of postings rewritten once."""
         with self._db.write() as conn:
             self._text.begin()
             yield conn
+            self._text.flush(conn)
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         return self._db.read()
@@ -186,7 +188,6 @@ class SQLiteStore:
         deleted = 0
         if not wanted:
             return 0
-        removed: list[int] = []
         with self._write() as conn:
             num = self._text.ns_num(conn, ns)
             for chunk in chunks(wanted):
@@ -197,11 +198,7 @@ class SQLiteStore:
                         (ns, *chunk),
                     )]
                     self._text.remove(conn, num, seqs)
-                    removed.extend(seqs)
                 deleted += records.delete(conn, ns, chunk)
-            if deleted:
-                self._text.optimize(conn)
-        self._text.forget(ns, removed)
         return deleted
 
     def delete_namespace(self, namespace: str) -> int:
@@ -212,9 +209,6 @@ class SQLiteStore:
             deleted = conn.execute("DELETE FROM memories WHERE namespace = ?", (ns,)).rowcount
             for table in ("memory_entities", "edges", "journal"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
-            if deleted:
-                self._text.optimize(conn)
-        self._text.forget(ns, None)
         return int(deleted)
 
     # --- RecordStore: reads ---------------------------------------------------------------
@@ -444,12 +438,10 @@ class SQLiteStore:
     # --- LexicalIndex ---------------------------------------------------------------------
 
     def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
-        """BM25 over the namespace's active texts, with the namespace's own statistics.
-
-        Scored in this process by the namespace's `Bm25Mirror`, brought up to date inside the
-        same read snapshot: replayed from the change log when other writers (this process's
-        or another's) moved it on, rebuilt from the FTS5 rows when it cannot be. The FTS5
-        table stays the persisted lexical index the mirrors are built from."""
+        """BM25 over the namespace's active texts, with the namespace's own statistics,
+        exact top-k from the postings of the query's terms alone, in one read snapshot
+        (`sqlite.lexical`): nothing is held in this process between searches, so another
+        process's writes are seen at once."""
         ns = validate_namespace(namespace)
         terms = query_terms(query)
         if not terms or k <= 0:
@@ -493,7 +485,6 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._db.lock:
-            self._text.clear()
             self._db.close()
 
     def __enter__(self) -> SQLiteStore:

@@ -236,14 +236,13 @@ def test_four_processes_touching_one_memory_lose_no_count(tmp_path: Path) -> Non
 def _as_version_1(path: Path) -> None:
     """Turn a file into what schema version 1 wrote: raw text under FTS5's own porter."""
     conn = sqlite3.connect(path)
-    # undo schemas 3 and 4: kept embeddings, the lexical change log
+    # undo schemas 3 to 6: kept embeddings, the created-time index, the stored postings
     conn.execute("ALTER TABLE memories DROP COLUMN embedding")
-    conn.execute("ALTER TABLE namespace_ids DROP COLUMN lexical_gen")
-    conn.execute("ALTER TABLE namespace_ids DROP COLUMN created_gen")
-    conn.execute("DROP TABLE lexical_changes")
     conn.execute("DROP INDEX memories_created")
-    conn.execute("DELETE FROM meta WHERE name LIKE 'lexical.%'")
-    conn.execute("DROP TABLE memory_fts")
+    conn.execute("DROP TABLE lexical_postings")
+    conn.execute("DROP TABLE lexical_terms")
+    conn.execute("ALTER TABLE namespace_ids DROP COLUMN docs")
+    conn.execute("ALTER TABLE namespace_ids DROP COLUMN doc_terms")
     conn.execute(
         "CREATE VIRTUAL TABLE memory_fts USING fts5("
         "text, tokenize = 'porter unicode61 remove_diacritics 2')"
@@ -280,16 +279,23 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         assert [h.id for h in store.search("other", "sunrise", 5)] == ["c"]
         assert store.get("ns", "a") == painted
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     plan = conn.execute(
         "EXPLAIN QUERY PLAN SELECT id, created_at FROM memories "
         "WHERE namespace = 'ns' AND id IN ('a', 'b')"
     ).fetchall()
     assert "COVERING INDEX memories_created" in str(plan)  # created_times reads no row
-    assert conn.execute("SELECT text FROM memory_fts").fetchall() == [
-        ("melani paint a sunris over the lake at the cafe",),  # namespace ns first (num 1)
-        ("melani paint a sunris",),
-    ]
+    # the postings were built once from the active records, under the shared text rules;
+    # FTS5's table is gone
+    assert conn.execute(
+        "SELECT n.name, t.term, t.df FROM lexical_terms t JOIN namespace_ids n ON n.num = t.num "
+        "WHERE t.term IN ('paint', 'cafe', 'fenc') ORDER BY n.name, t.term"
+    ).fetchall() == [("ns", "cafe", 1), ("ns", "paint", 1), ("other", "paint", 1)]
+    assert conn.execute("SELECT name, docs, doc_terms FROM namespace_ids ORDER BY name"
+                        ).fetchall() == [("ns", 1, 10), ("other", 1, 4)]
+    assert conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name IN ('memory_fts', 'lexical_changes')"
+    ).fetchone()[0] == 0
     conn.close()
 
 

@@ -1,15 +1,16 @@
-"""SQLite search through the in-process BM25 mirror: per-namespace statistics, and exact
-results while other store handles (other processes, in effect: separate connections and
-mirrors) write the same file."""
+"""SQLite BM25 search over the postings kept in the file: per-namespace statistics, exact
+top-k against the reference formula through every kind of change, costs that follow the
+query's postings, and exact results while other store handles (other processes, in effect:
+separate connections) write the same file."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-import reverie.integrations.sqlite.lexical as sqlite_lexical
 from reverie.core import ConflictError, Status
 from reverie.core.models import Memory
 from reverie.core.ports import WriteBatch
@@ -73,7 +74,7 @@ def test_another_writer_on_the_file_is_seen_exactly(tmp_path: Path) -> None:
     reader, writer = SQLiteStore(path), SQLiteStore(path)
     ms = memories("ns")
     writer.commit(WriteBatch("ns", tuple(ms)))
-    check(reader, "ns")  # builds the reader's mirror
+    check(reader, "ns")
     # the writer changes a text, retires one, deletes one, adds one
     writer.commit(WriteBatch("ns", (
         ms[0].evolve(text="Maya now drinks black coffee in Porto"),
@@ -81,52 +82,121 @@ def test_another_writer_on_the_file_is_seen_exactly(tmp_path: Path) -> None:
         make_memory(namespace="ns", text="tea with the cat by the sea"),
     )))
     writer.delete("ns", [ms[2].id])
-    check(reader, "ns")  # replayed from the change log
+    check(reader, "ns")
     assert ms[1].id not in {h.id for h in reader.search("ns", "cat sea", 20)}
     # the namespace is deleted and re-created (it may get the same number back)
     writer.delete_namespace("ns")
     assert reader.search("ns", "tea", 5) == []
-    assert "ns" not in reader._text.mirrors  # the deleted texts' terms left the reader too
     writer.commit(WriteBatch("ns", (make_memory(namespace="ns", text="only jazz now"),)))
     check(reader, "ns")
     assert [h.id for h in reader.search("ns", "tea cat jazz", 5)] == [
-        h.id for h in SQLiteStore(path).search("ns", "tea cat jazz", 5)
-    ]
+        h.id for h in SQLiteStore(path).search("ns", "tea cat jazz", 5)]
     reader.close()
     writer.close()
 
 
-def test_a_mirror_behind_the_trimmed_log_is_rebuilt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sqlite_lexical, "LOG_KEEP", 3)
-    monkeypatch.setattr(sqlite_lexical, "LOG_TRIM_EVERY", 1)
-    path = tmp_path / "m.db"
-    reader, writer = SQLiteStore(path), SQLiteStore(path)
-    writer.commit(WriteBatch("ns", tuple(memories("ns"))))
-    check(reader, "ns")
-    for n in range(10):  # ten write transactions: the reader's position is trimmed away
-        writer.commit(WriteBatch("ns", (make_memory(namespace="ns", text=f"tea number {n}"),)))
-    conn = sqlite3.connect(path)
-    assert conn.execute("SELECT count(DISTINCT gen) FROM lexical_changes").fetchone()[0] <= 4
-    conn.close()
-    check(reader, "ns")
-    reader.close()
-    writer.close()
+WORDS = ("tea", "cat", "sea", "jazz", "bike", "lisbon", "hill", "tram", "porto", "coffee",
+         "night", "road", "green", "black", "paint", "fence")
 
 
-def test_forget_drops_the_text_from_this_processes_mirror_at_once(tmp_path: Path) -> None:
+def test_many_blocks_and_every_kind_of_change_rank_as_the_reference(tmp_path: Path) -> None:
+    """Thousands of documents (many blocks per term), changed in every way a store
+    changes them, in batches and one by one: search equals BM25 over the active texts,
+    for small k (where pruning skips most postings) and large."""
+    rng = random.Random(3)
+    serial = iter(range(10**6))
+
+    def text() -> str:
+        # a skewed vocabulary: the first words are in most documents, the last in few
+        n = rng.randint(1, 9)
+        words = " ".join(WORDS[min(int(rng.expovariate(0.35)), len(WORDS) - 1)]
+                         for _ in range(n))
+        return f"{words} w{rng.randint(0, 400)} n{next(serial)}"
+
     with SQLiteStore(tmp_path / "m.db") as store:
-        ms = memories("ns")
-        store.commit(WriteBatch("ns", tuple(ms)))
-        store.search("ns", "tea", 5)
-        mirror = store._text.mirrors["ns"]
-        assert len(mirror) == len(TEXTS)
-        store.delete("ns", [ms[0].id])
-        assert len(mirror) == len(TEXTS) - 1  # before any search
-        check(store, "ns")
-        store.delete_namespace("ns")
-        assert "ns" not in store._text.mirrors
+        live: list[Memory] = []
+        for _ in range(6):
+            batch = [make_memory(namespace="ns", text=text()) for _ in range(450)]
+            store.commit(WriteBatch("ns", tuple(batch)))
+            live.extend(batch)
+        for _ in range(40):  # single writes: appends, re-texts, retirements, returns
+            store.commit(WriteBatch("ns", (make_memory(namespace="ns", text=text()),)))
+        changed = []
+        for m in rng.sample(live, 300):
+            roll = rng.random()
+            if roll < 0.4:
+                changed.append(m.evolve(text=text()))
+            elif roll < 0.8:
+                changed.append(m.evolve(status=Status.SUPERSEDED))
+            else:
+                changed.append(m.evolve(status=Status.ARCHIVED))
+        store.commit(WriteBatch("ns", tuple(changed)))
+        back = [m.evolve(status=Status.ACTIVE) for m in changed[:50]
+                if m.status is not Status.ACTIVE]
+        store.commit(WriteBatch("ns", tuple(back)))
+        store.delete("ns", [m.id for m in rng.sample(live, 200)])
+        for q in ("tea", "tea cat", "fence paint", "porto coffee night w7", "w12 tea sea",
+                  "hill tram road green black", "w399"):
+            for k in (1, 3, 10, 60):
+                got = [(h.id, h.score) for h in store.search("ns", q, k)]
+                want = expected(store, "ns", q, k)
+                assert [i for i, _ in got] == [i for i, _ in want], (q, k)
+                assert [s for _, s in got] == [s for _, s in want], (q, k)
+
+
+def _steps(store: SQLiteStore, query: str, k: int = 5) -> int:
+    """SQLite virtual-machine steps one search takes (a count, not a time)."""
+    steps = 0
+
+    def tick() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn = store._db.connection()
+    conn.set_progress_handler(tick, 1)
+    try:
+        store.search("ns", query, k)
+    finally:
+        conn.set_progress_handler(None, 1)
+    return steps
+
+
+def test_a_search_reads_its_terms_postings_not_the_namespace(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        rare = [make_memory(namespace="ns", text=f"zebra crossing number {n}") for n in range(3)]
+        store.commit(WriteBatch("ns", tuple(rare)))
+
+        def grow(n: int) -> None:
+            crowd = [make_memory(namespace="ns", text=f"a street scene with cars {i} {n}")
+                     for i in range(n)]
+            store.commit(WriteBatch("ns", tuple(crowd)))
+
+        grow(1000)
+        small = _steps(store, "zebra crossing")
+        pruned_small = _steps(store, "zebra street", k=2)
+        common_small = _steps(store, "street scene")
+        grow(9000)
+        assert [h.id for h in store.search("ns", "zebra crossing", 5)] == [m.id for m in rare]
+        # ten times the documents: the rare terms' search reads the same postings
+        assert _steps(store, "zebra crossing") <= small * 1.2
+        # a common term beside a rare one, k below the rare term's matches: the common
+        # term cannot lift an unseen document into the top k, so only the rare term's
+        # documents are looked up in it
+        assert [h.id for h in store.search("ns", "zebra street", 2)] == [m.id for m in rare[:2]]
+        assert _steps(store, "zebra street", k=2) <= pruned_small * 1.2
+        # a term in every document costs its postings: it grows with them
+        assert _steps(store, "street scene") > common_small * 2
+
+
+def test_namespaces_are_matched_exactly_not_by_prefix(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        for ns in ("user", "user/1", "user1", "use"):
+            store.commit(WriteBatch(ns, (make_memory(namespace=ns, text=f"tea in {ns}"),)))
+        for ns in ("user", "user/1", "user1", "use"):
+            hits = store.search(ns, "tea", 10)
+            assert len(hits) == 1 and store.get(ns, hits[0].id) is not None
+            check(store, ns)
 
 
 def test_a_refused_write_changes_no_search(tmp_path: Path) -> None:
