@@ -546,8 +546,15 @@ def forget(
     ctx: typer.Context,
     memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="The ids to delete.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    compact: Annotated[bool, typer.Option(
+        "--compact", help="Also rewrite the Redis AOF, so no file keeps the text (slow)."
+    )] = False,
 ) -> None:
-    """Delete memories for good, with their edges and index entries, for privacy requests."""
+    """Erase memories for good, for privacy requests.
+
+    Each one goes with its other versions and what it was made from, their edges and index
+    entries; a summary made from them is rebuilt without them. To undo a bad
+    consolidation instead, see `reverie undo-consolidation`."""
     with _open(ctx, model=False) as engine:
         found: list[Memory] = []
         for i in memory_ids:
@@ -565,8 +572,67 @@ def forget(
                 abort=True,
                 err=True,
             )
-        n = engine.forget(*(m.id for m in found))
+        n = engine.forget(*(m.id for m in found), compact=compact)
     out.print(f"forgot {n} memor{'y' if n == 1 else 'ies'}")
+
+
+@app.command("forget-matching")
+@_handled
+def forget_matching(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The text (or a part of it) to erase.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    compact: Annotated[bool, typer.Option(
+        "--compact", help="Also rewrite the Redis AOF, so no file keeps the text (slow)."
+    )] = False,
+) -> None:
+    """Erase every memory holding TEXT, in any status, and report what went.
+
+    Active, consolidated, archived and superseded memories, summaries, metadata and
+    sources are searched. A member already garbage-collected is found by its whole text
+    only."""
+    if not yes:
+        typer.confirm("Erase every memory holding this text, for good?", abort=True, err=True)
+    with _open(ctx, model=False) as engine:
+        report = engine.forget_matching(text, compact=compact)
+    out.print(f"erased {len(report.erased)} memor{'y' if len(report.erased) == 1 else 'ies'}, "
+              f"rebuilt {len(report.rebuilt)} and dropped {len(report.cascaded)} "
+              f"synthes{'is' if len(report.cascaded) == 1 else 'es'}")
+    for i in report.erased:
+        out.print(f"  erased  {i}")
+
+
+@app.command("undo-consolidation")
+@_handled
+def undo_consolidation(
+    ctx: typer.Context,
+    synthesis_id: Annotated[str, typer.Argument(help="The synthesis to take apart.")],
+) -> None:
+    """Undo a bad consolidation: the synthesis goes, its members are active again.
+
+    Not a privacy call: the members keep their text (`forget` erases)."""
+    with _open(ctx, model=False) as engine:
+        report = engine.undo_consolidation(synthesis_id)
+    out.print(f"restored {len(report.restored) + len(report.archived)} member(s)"
+              + (f"; {len(report.lost)} were already collected by gc" if report.lost else ""))
+
+
+@app.command()
+@_handled
+def purge(
+    ctx: typer.Context,
+    compact: Annotated[bool, typer.Option(
+        "--compact/--no-compact",
+        help="Rewrite the Redis AOF and RDB snapshot, vacuum a SQLite file.",
+    )] = True,
+) -> None:
+    """Clean deleted bytes out of the store's files.
+
+    SQLite's WAL is truncated; on Redis the AOF is rewritten (BGREWRITEAOF), so a
+    forgotten text leaves the disk too."""
+    with _open(ctx, model=False) as engine:
+        done = engine.purge_residue(compact=compact)
+    out.print(" ".join(f"{k}={v}" for k, v in sorted(done.items())))
 
 
 def _locations(s: Settings) -> tuple[Path, str, str]:
@@ -832,6 +898,9 @@ def gc(
         table.add_row(ns, str(st["examined"]), str(st["deleted"]), str(st["kept_exempt"]),
                       str(st["repointed"]))
     out.print(table)
+    out.print(f"members collected {report.members_collected} (their summaries keep ids, "
+              f"sources, times and text hashes); orphan vectors removed "
+              f"{report.orphan_vectors}")
 
 
 @app.command()

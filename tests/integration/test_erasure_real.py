@@ -197,3 +197,36 @@ def test_no_byte_of_a_forgotten_text_is_left_where_reverie_wrote(tier: dict[str,
     assert _files_holding(home, SECRET) == []
     if redis:
         assert _files_holding(tier["dir"], SECRET) == []
+
+
+def test_the_cli_erases_a_text_and_takes_a_consolidation_apart(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from reverie.adapters.cli.app import app
+
+    home = tmp_path / "home"
+    with open_engine(home, clock=ManualClock(T0), namespace=NS) as engine:
+        traces, synthesis = _plant(engine)
+        kept = [engine.observe(t, importance=0.2) for t in (
+            "the gym opens at six on weekdays", "the gym opens at six every weekday")]
+    runner = CliRunner()
+
+    def cli(*args: str) -> str:
+        result = runner.invoke(app, ["--home", str(home), "-n", NS, *args])
+        assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
+        return result.output
+
+    said = cli("forget-matching", SECRET, "--yes")
+    assert "erased 6 memories" in said and "dropped 1 synthesis" in said
+    assert "complete=True" in cli("purge")
+    assert _files_holding(home, SECRET) == []
+    assert all(t in said for t in traces)
+
+    with open_engine(home, clock=ManualClock(T0 + timedelta(days=90)), namespace=NS) as engine:
+        report = engine.consolidate()
+        node = next(c.synthesis_id for c in report.clusters
+                    if set(c.member_ids) == {m.id for m in kept})
+    assert "restored 2 member(s)" in cli("undo-consolidation", node)
+    with open_engine(home, namespace=NS) as engine:
+        assert all(engine.get(m.id).is_active for m in kept)
+        assert synthesis not in {m.id for m in engine.memories()}
