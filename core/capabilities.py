@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, cast
 
+from .models import Memory
 from .ports import (
     ErasesResidue,
     FindsNeighbors,
     HandsOutVectors,
     KeepsEmbeddings,
     KnowsCreatedTimes,
+    KnowsRecentWrites,
     PurgesLog,
     QueuesWrites,
     ReadsForRecall,
@@ -55,6 +57,8 @@ BeginQuery = Callable[[str, Vector, int], SentQuery | None]
 Pending = Callable[[str], int]
 EraseResidue = Callable[[bool], Mapping[str, object]]
 PurgeLog = Callable[[str, Sequence[str]], int]
+LastWrite = Callable[[str], datetime | None]
+NewestActive = Callable[[str, int], list[Memory]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +78,8 @@ class Capabilities:
     pending: Pending | None = None  # QueuesWrites
     erase_residue: EraseResidue | None = None  # ErasesResidue (store)
     purge_log: PurgeLog | None = None  # PurgesLog (index)
+    last_write: LastWrite | None = None  # KnowsRecentWrites (store)
+    newest_active: NewestActive | None = None  # KnowsRecentWrites (store)
 
 
 def _has(obj: object, name: str) -> bool:
@@ -131,6 +137,14 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
     def purge_log(namespace: str, ids: Sequence[str]) -> int:
         return cast(PurgesLog, vectors).purge_log(namespace, ids)
 
+    def last_write(namespace: str) -> datetime | None:
+        return cast(KnowsRecentWrites, store).last_write(namespace)
+
+    def newest_active(namespace: str, limit: int) -> list[Memory]:
+        return cast(KnowsRecentWrites, store).newest_active(namespace, limit)
+
+    recent = _has(store, "last_write") and _has(store, "newest_active")
+
     return Capabilities(
         store_remote=bool(getattr(store, "remote", False)),
         index_remote=bool(getattr(vectors, "remote", False)),
@@ -145,4 +159,6 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
         pending=pending if _has(vectors, "pending") else None,
         erase_residue=erase_residue if _has(store, "erase_residue") else None,
         purge_log=purge_log if _has(vectors, "purge_log") else None,
+        last_write=last_write if recent else None,
+        newest_active=newest_active if recent else None,
     )

@@ -162,19 +162,25 @@ def flag(
     correction of the fact could not supersede it, and the old value would live on,
     unsuperseded, inside the summary. Facts stay units; supersession keeps them current.
     """
-    candidates = [
-        m
-        for m in store.scan(namespace, statuses=[Status.ACTIVE])
-        if m.tier is not Tier.CRYSTAL and not m.pinned and m.key is None
-    ]
-    degrees: dict[str, int] = {}
-    for i in range(0, len(candidates), _DEGREE_CHUNK):
-        degrees.update(store.degrees(namespace, [m.id for m in candidates[i : i + _DEGREE_CHUNK]]))
     out: list[tuple[Memory, float]] = []
-    for m in candidates:
-        imp = importance_score(m, degrees.get(m.id, 0), now, policy)
-        if imp < policy.maintenance.consolidation_tau:
-            out.append((m, imp))
+
+    def judge(chunk: list[Memory]) -> None:
+        degrees = store.degrees(namespace, [m.id for m in chunk])
+        for m in chunk:
+            imp = importance_score(m, degrees.get(m.id, 0), now, policy)
+            if imp < policy.maintenance.consolidation_tau:
+                out.append((m, imp))
+
+    # streamed: only a chunk of candidates and the flagged ones are held at a time
+    chunk: list[Memory] = []
+    for m in store.scan(namespace, statuses=[Status.ACTIVE]):
+        if m.tier is not Tier.CRYSTAL and not m.pinned and m.key is None:
+            chunk.append(m)
+            if len(chunk) >= _DEGREE_CHUNK:
+                judge(chunk)
+                chunk = []
+    if chunk:
+        judge(chunk)
     return out
 
 

@@ -126,6 +126,7 @@ class Maintenance:
         return check_triggers(
             ctx.store, ctx.vectors, ns, ctx.clock.now(), ctx.policy,
             ctx.retrievals.recent(ns), ctx.embed_memories,
+            ctx.caps.last_write, ctx.caps.newest_active,
         )
 
     def forget(

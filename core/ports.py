@@ -321,6 +321,16 @@ class KnowsCreatedTimes(Protocol):
 
 
 @runtime_checkable
+class KnowsRecentWrites(Protocol):
+    """When the namespace was last written, and its newest active memories, without a
+    scan: what `maintenance_due()` needs (the idle and near-duplicate triggers)."""
+
+    def last_write(self, namespace: str) -> datetime | None: ...
+
+    def newest_active(self, namespace: str, limit: int) -> list[Memory]: ...
+
+
+@runtime_checkable
 class HandsOutVectors(Protocol):
     """The index's stored embeddings, so the REM cycle need not re-embed what it
     clusters, and `repair` can fill in the embeddings kept beside the records."""

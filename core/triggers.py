@@ -113,6 +113,25 @@ class RetrievalLog:
             return list(self._by_ns.get(namespace, ()))
 
 
+LastWrite = Callable[[str], datetime | None]
+NewestActive = Callable[[str, int], list[Memory]]
+
+
+def _recent_by_scan(
+    store: RecordStore, namespace: str, limit: int
+) -> tuple[datetime | None, list[Memory]]:
+    """The time of the last write and the `limit` newest active memories, by one streamed
+    scan of the namespace (a store that cannot answer them directly)."""
+    last_write: datetime | None = None
+    newest: deque[Memory] = deque(maxlen=limit)
+    for m in store.scan(namespace):
+        stamp = m.updated_at or m.created_at
+        last_write = stamp if last_write is None else max(last_write, stamp)
+        if m.is_active:
+            newest.append(m)
+    return last_write, list(newest)
+
+
 def check_triggers(
     store: RecordStore,
     vectors: VectorIndex,
@@ -121,20 +140,22 @@ def check_triggers(
     policy: Policy,
     recent_importance: Sequence[float],
     vectors_of: VectorsOf,
+    last_write: LastWrite | None = None,
+    newest_active: NewestActive | None = None,
 ) -> list[Trigger]:
-    """Gather the signals `due_triggers` judges. One scan of the namespace (for the time
-    of the last write) and, for near-duplicates, one vector query for each of the
-    `trigger_duplicate_sample` newest active memories: checked here, at maintenance
-    time, rather than on every insert, so the write path stays one vector query cheap."""
+    """Gather the signals `due_triggers` judges: the store's counts, the time of the last
+    write and the `trigger_duplicate_sample` newest active memories (asked of the store
+    directly where it can answer, `KnowsRecentWrites`; else one streamed scan), and, for
+    near-duplicates, one vector query for each of those memories: checked here, at
+    maintenance time, rather than on every insert, so the write path stays one vector
+    query cheap."""
     counts = store.count(namespace)
-    last_write: datetime | None = None
-    newest: deque[Memory] = deque(maxlen=policy.maintenance.trigger_duplicate_sample)
-    for m in store.scan(namespace):
-        stamp = m.updated_at or m.created_at
-        last_write = stamp if last_write is None else max(last_write, stamp)
-        if m.is_active:
-            newest.append(m)
-    idle = None if last_write is None else max(0.0, (now - last_write).total_seconds() / 3600.0)
+    limit = policy.maintenance.trigger_duplicate_sample
+    if last_write is not None and newest_active is not None:
+        latest, newest = last_write(namespace), newest_active(namespace, limit)
+    else:
+        latest, newest = _recent_by_scan(store, namespace, limit)
+    idle = None if latest is None else max(0.0, (now - latest).total_seconds() / 3600.0)
     largest = 0
     sample = sorted(newest, key=lambda m: (m.created_at, m.id))
     if sample:

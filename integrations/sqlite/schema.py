@@ -222,13 +222,20 @@ def _migrate_to_6(conn: sqlite3.Connection) -> None:
     postings of each (namespace number, term) in blocks of `BLOCK` documents (record
     seqs ascending, term frequencies, document lengths, as packed little-endian arrays),
     each term's document and block counts, and each namespace's active-document count and
-    total length beside its number, all kept by the same transactions as the records.
+    total length beside its number, all kept by the same transactions as the records; and
+    the time of each namespace's last write, so `maintenance_due()` decodes no record.
     Built here once from the active records, a slice of seqs at a time; FTS5's table and
     the change log that kept the old in-process copies exact go."""
     from reverie.integrations.sqlite.lexical import FullText
 
     conn.execute("ALTER TABLE namespace_ids ADD COLUMN docs INTEGER NOT NULL DEFAULT 0")
     conn.execute("ALTER TABLE namespace_ids ADD COLUMN doc_terms INTEGER NOT NULL DEFAULT 0")
+    # the newest updated_at of the namespace's records: maintenance_due's idle signal
+    conn.execute("ALTER TABLE namespace_ids ADD COLUMN last_write INTEGER")
+    conn.execute(
+        "UPDATE namespace_ids SET last_write = "
+        "(SELECT max(updated_at) FROM memories WHERE namespace = namespace_ids.name)"
+    )
     conn.execute(
         """
         CREATE TABLE lexical_postings (

@@ -114,6 +114,12 @@ class SQLiteStore:
                 records.check_unique_text(conn, ns, digest)
             for key in fact_keys:
                 records.check_unique_key(conn, ns, key)
+            if batch.puts:
+                conn.execute(
+                    "UPDATE namespace_ids SET last_write = max(coalesce(last_write, 0), ?) "
+                    "WHERE name = ?",
+                    (max(micros(m.updated_at or m.created_at) for m in batch.puts), ns),
+                )
             # Removals first, so a batch that removes and re-adds one edge ends with it added.
             conn.executemany(
                 "DELETE FROM edges WHERE namespace = ? AND src = ? AND dst = ? AND type = ?",
@@ -282,6 +288,30 @@ class SQLiteStore:
                     (ns, *chunk),
                 ))
         return out
+
+    def last_write(self, namespace: str) -> datetime | None:
+        """When a record of the namespace was last written (its newest `updated_at`),
+        from one stored value, no record decoded (`KnowsRecentWrites`)."""
+        ns = validate_namespace(namespace)
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT last_write FROM namespace_ids WHERE name = ?", (ns,)
+            ).fetchone()
+        return None if row is None or row[0] is None else from_micros(int(row[0]))
+
+    def newest_active(self, namespace: str, limit: int) -> list[Memory]:
+        """The `limit` most recently inserted active memories, oldest first, read from
+        the end of the namespace (`KnowsRecentWrites`)."""
+        ns = validate_namespace(namespace)
+        if limit <= 0:
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT record FROM memories INDEXED BY memories_by_seq WHERE namespace = ? "
+                "AND status = 'active' ORDER BY seq DESC LIMIT ?",
+                (ns, int(limit)),
+            ).fetchall()
+        return [self._load(r[0]) for r in reversed(rows)]
 
     def find_by_hash(self, namespace: str, content_hash: str) -> Memory | None:
         ns = validate_namespace(namespace)

@@ -278,6 +278,8 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         assert [h.id for h in store.search("ns", "fence", 5)] == []
         assert [h.id for h in store.search("other", "sunrise", 5)] == ["c"]
         assert store.get("ns", "a") == painted
+        # the time of the last write, kept since schema 6, was filled from the records
+        assert store.last_write("ns") == max(painted.created_at, old.created_at)
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     plan = conn.execute(
