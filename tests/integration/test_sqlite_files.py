@@ -243,6 +243,7 @@ def _as_version_1(path: Path) -> None:
     conn.execute("DROP TABLE lexical_terms")
     conn.execute("ALTER TABLE namespace_ids DROP COLUMN docs")
     conn.execute("ALTER TABLE namespace_ids DROP COLUMN doc_terms")
+    conn.execute("ALTER TABLE namespace_ids DROP COLUMN last_write")
     conn.execute(
         "CREATE VIRTUAL TABLE memory_fts USING fts5("
         "text, tokenize = 'porter unicode61 remove_diacritics 2')"
