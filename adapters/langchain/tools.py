@@ -41,26 +41,31 @@ class RememberArgs(BaseModel):
 MAX_K = 50  # the most memories one recall call may ask for
 
 
+def _k_description(k: int) -> str:
+    return f"How many memories to return (default {k}, at most {MAX_K})."
+
+
 class RecallArgs(BaseModel):
     query: str = Field(description="What to look up in long-term memory.")
-    k: int = Field(default=5, ge=1, le=MAX_K, description="How many memories to return.")
+    k: int = Field(default=5, ge=1, le=MAX_K, description=_k_description(5))
 
 
 def recall_args(k: int) -> type[RecallArgs]:
-    """The recall schema with `k` as its default: the schema's default is what the model
-    is shown and what a call without `k` gets, so it must be the factory's, not a fixed 5.
-    (The descriptions stay as they are, so the tool the model sees changes only in that
-    default.)"""
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    """The recall schema with `k` as its default: the schema's default and its
+    description are what the model is shown, and the default is what a call without `k`
+    gets, so both must say the factory's `k`, not a fixed 5."""
+    _check_tool_k(k)
     return create_model(
         "RecallArgs",
         __base__=RecallArgs,
-        k=(
-            int,
-            Field(default=k, ge=1, le=MAX_K, description="How many memories to return."),
-        ),
+        k=(int, Field(default=k, ge=1, le=MAX_K, description=_k_description(k))),
     )
+
+
+def _check_tool_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+    return k
 
 
 def _forgot(n: int, memory_id: str) -> str:
@@ -172,7 +177,8 @@ def memory_tools(
          "Save something worth keeping in long-term memory (a preference, a fact, a plan). "
          "Returns the stored memory's id."),
         (recall, arecall, "recall", recall_schema,
-         "Search long-term memory. Returns matching memories with their ids, best first."),
+         f"Search long-term memory. Returns the {k} best matching memories (unless you ask "
+         "for another k) with their ids, best first."),
         (forget, aforget, "forget", IdArgs,
          "Permanently delete one memory by id (for example when the user asks to forget it)."),
         (confirm, aconfirm, "confirm", IdArgs,

@@ -13,7 +13,6 @@ re-records.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -31,6 +30,7 @@ from reverie.core.models import Kind, Memory, Status, Tier
 from reverie.core.policy import DEFAULT_POLICY
 from reverie.core.synthesis import SYNTHESIS_SCHEMA, build_prompt
 from tests.adapters.langchain_support import T0, clock, deterministic_engine
+from tests.cassette import example_runs
 from tests.cassettes import LLM_MODEL, llm_base_url, use_cassette
 
 pytestmark = pytest.mark.slow
@@ -57,11 +57,14 @@ def bodies(cassette: Any) -> list[dict[str, Any]]:
 
 
 def load_example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_runs.load_example(name, EXAMPLES)
+
+
+def example_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an example's docstring tells a user to set: the example builds its own model."""
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_base_url())
+    monkeypatch.setenv("OPENAI_API_KEY", "not-needed")
+    monkeypatch.setenv("REVERIE_CHAT_MODEL", LLM_MODEL)
 
 
 def members() -> list[Memory]:
@@ -206,19 +209,23 @@ def test_truncated_answer_is_retried_with_the_error_then_given_up(engine: Memory
 # ---------------------------------------------------------------- agents (the examples)
 
 
-def test_langchain_agent_example_turn(engine: MemoryEngine) -> None:
+def test_langchain_agent_example_turn(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from langchain_core.messages import AIMessage, ToolMessage
 
     example = load_example("langchain_agent")
-    engine.observe("The user's favourite drink is green tea", namespace=example.NAMESPACE)
+    example_env(monkeypatch)
     with use_cassette("langchain_agent_example") as cassette:
-        state = example.ask(make_model(), engine, "I live in Lisbon. What do I like to drink?")
+        state = example_runs.langchain_turn(example, engine)
     sent = bodies(cassette)
     # the retriever's recall reached the model in the system prompt, and the tools' schemas
     assert "green tea" in sent[0]["messages"][0]["content"]
-    assert {t["function"]["name"] for t in sent[0]["tools"]} == {
-        "remember", "recall", "forget", "confirm",
-    }
+    tools = {t["function"]["name"]: t["function"] for t in sent[0]["tools"]}
+    assert set(tools) == {"remember", "recall", "forget", "confirm"}
+    # the model is told the recall tool's default k, the factory's (5 in the example)
+    k = tools["recall"]["parameters"]["properties"]["k"]
+    assert k["default"] == 5 and "default 5" in k["description"]
     messages = state["messages"]
     assert isinstance(messages[-1], AIMessage)
     # whatever the model chose to do, each tool call it made happened in reverie
@@ -231,24 +238,21 @@ def test_langchain_agent_example_turn(engine: MemoryEngine) -> None:
             stored = json.loads(str(results[c["id"]].content))
             assert engine.get(stored["id"], namespace=example.NAMESPACE).text == c["args"]["text"]
     assert len(sent) == 1 + sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
-    # recorded: the tiny model called no tool and answered from the recalled memory
+    # recorded: the tiny model answered from the recalled memory
     assert "green tea" in str(messages[-1].content)
 
 
-def test_langgraph_agent_example_with_reverie_store(engine: MemoryEngine) -> None:
+def test_langgraph_agent_example_with_reverie_store(
+    engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from langchain_core.messages import AIMessage
 
     from reverie.adapters.langgraph.store import ReverieStore
 
     example = load_example("langgraph_agent")
-    agent = example.build_agent(make_model(), engine)
-    seed = ReverieStore(engine)
-    seed.put(example.USER, "drink", {"text": "The user likes green tea"})
-    seed.put(example.USER, "job", {"text": "The user works as a nurse"})
+    example_env(monkeypatch)
     with use_cassette("langgraph_agent_example") as cassette:
-        state = agent.invoke(
-            {"messages": [{"role": "user", "content": "What do I like to drink?"}]}
-        )
+        state = example_runs.langgraph_turn(example, engine)
     sent = bodies(cassette)
     system = sent[0]["messages"][0]
     assert system["role"] == "system"
@@ -259,5 +263,5 @@ def test_langgraph_agent_example_with_reverie_store(engine: MemoryEngine) -> Non
     assert "green tea" in str(state["messages"][-1].content)  # recorded answer
     print(state["messages"][-1].content)
     # after the turn the user's message is in the store, under the user's namespace
-    said = seed.search(example.USER, query="What do I like to drink?", limit=5)
+    said = ReverieStore(engine).search(example.USER, query="What do I like to drink?", limit=5)
     assert "The user said: What do I like to drink?" in [h.value["text"] for h in said]
