@@ -9,6 +9,7 @@ server's Content-Security-Policy forbids one, so a memory that holds markup show
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from urllib.parse import urlencode
@@ -69,6 +70,8 @@ ol.chain{padding-left:22px}ol.chain li{margin:4px 0}
 li.here{font-weight:600}
 svg{background:#fff;border:1px solid #e1e4e8;max-width:100%;height:auto}
 .actions{display:flex;gap:8px;flex-wrap:wrap}
+#memory-list td:nth-child(5),#members td:nth-child(3){white-space:nowrap}
+#hits td:nth-child(2){width:30%}
 """
 
 
@@ -220,12 +223,14 @@ def decay_svg(
         f'<text x="{left + plot_w / 2}" y="{height - 4}" font-size="10" text-anchor="middle" '
         'fill="#555">days since the last access</text>'
     )
-    for name, y in thresholds.items():
+    for i, (name, y) in enumerate(thresholds.items()):
+        # labels alternate right and middle, so close thresholds do not overprint
+        x, anchor = (left + plot_w - 2, "end") if i % 2 == 0 else (left + plot_w * 0.55, "middle")
         parts.append(
             f'<line x1="{left}" y1="{sy(y):.1f}" x2="{left + plot_w}" y2="{sy(y):.1f}" '
             'stroke="#c62828" stroke-dasharray="4 3" stroke-width="0.8"/>'
-            f'<text x="{left + plot_w - 2}" y="{sy(y) - 3:.1f}" font-size="9" '
-            f'text-anchor="end" fill="#c62828">{esc(name)} {y:g}</text>'
+            f'<text x="{x:.1f}" y="{sy(y) - 3:.1f}" font-size="9" '
+            f'text-anchor="{anchor}" fill="#c62828">{esc(name)} {y:g}</text>'
         )
     path = " ".join(
         f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(points)
@@ -268,7 +273,8 @@ def timeline_svg(
             f'<text x="{lx + 14}" y="13" font-size="11" fill="#333">{status}</text>'
         )
         lx += 110
-    label_every = max(1, len(buckets) // 8)
+    longest = max((len(label) for label, _ in buckets), default=1)
+    label_every = max(1, math.ceil((longest * 6 + 10) / bar))  # ~6 px a character at 10 px
     for i, (label, counts) in enumerate(buckets):
         x = left + i * bar
         y = top + plot_h
