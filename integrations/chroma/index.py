@@ -61,6 +61,12 @@ _PAGE = 5000  # ids() page size; below Chroma's max batch size
 # `ChromaIndex.query` and the filter columns of benchmarks/results/hnsw.md.
 _OVERFETCH = 5
 _MIN_FETCH = 50
+# When too few of those match (the newest of a long chain of corrections: its nearest
+# vectors are the retired versions), the unfiltered fetch grows by this factor up to
+# `_MAX_FETCH` before Chroma's own filter is asked: that filter lists every matching id
+# first, which at 100k active memories costs a hundred times a query for 3,200.
+_FETCH_GROWTH = 8
+_MAX_FETCH = 3200
 # Chroma's operation code for a delete in its write log (chromadb.types.Operation.DELETE)
 _LOG_DELETE = 3
 
@@ -293,16 +299,21 @@ class ChromaIndex:
                 # filter the unfiltered top candidates here, and only fall back to Chroma's
                 # filter when too few of them match (a selective filter).
                 fetch = max(k * _OVERFETCH, _MIN_FETCH)
-                r = self._query(c, q, fetch, ["distances", "metadatas"])
-                got = r["ids"][0] if r["ids"] else []
-                metas = r["metadatas"][0] if r.get("metadatas") else [None] * len(got)
-                kept = [
-                    pair
-                    for pair, meta in zip(_pairs(r), metas, strict=True)
-                    if matches(meta, where)
-                ]
-                if len(kept) >= k or len(got) < fetch:  # enough, or the whole namespace seen
-                    return kept[:k]
+                while True:
+                    r = self._query(c, q, fetch, ["distances", "metadatas"])
+                    got = r["ids"][0] if r["ids"] else []
+                    metas = r["metadatas"][0] if r.get("metadatas") else [None] * len(got)
+                    kept = [
+                        pair
+                        for pair, meta in zip(_pairs(r), metas, strict=True)
+                        if matches(meta, where)
+                    ]
+                    if len(kept) >= k or len(got) < fetch:  # enough, or all of it seen
+                        return kept[:k]
+                    if fetch >= max(_MAX_FETCH, k * _OVERFETCH):
+                        break
+                    fetch = min(fetch * _FETCH_GROWTH, max(_MAX_FETCH, k * _OVERFETCH))
+                # a selective filter: few of even the nearest thousands match
                 return _pairs(self._query(c, q, k, ["distances"], flt))
 
             pairs = self._cols.call(namespace, run)
