@@ -70,6 +70,27 @@ class Prepared:
     reading: updates.Reading
 
 
+def with_statement(text: str, fact: Fact, limit: int) -> str:
+    """A fact's text: the caller's words, then the fact they state, in parentheses.
+
+    The words ("my home is in Berlin") state the value but seldom what it is the value
+    of, and the fact (user, lives in, Berlin) is what a question asks about ("Which city
+    does the user live in?"). Both recall channels read the text, so without the
+    statement a keyed fact is found only by its value's words, and a crowd of memories
+    sharing one of the question's words (every "the user asked ..." line) ranks above
+    it. Only words that state the object get it (a text that does not name the object,
+    such as a stored item under a digest, is left as it is), and only when they do not
+    already say the whole fact, and the result still fits `limit`."""
+    statement = f"{fact.subject} {fact.predicate} {fact.object}"
+    said = f" {normalize_phrase(text)} "
+    if f" {normalize_phrase(fact.object)} " not in said or (
+        f" {normalize_phrase(statement)} " in said
+    ):
+        return text
+    out = f"{text} ({statement})"
+    return out if len(out) <= limit else text
+
+
 class WritePath:
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
@@ -250,6 +271,8 @@ class WritePath:
             ctx.check_text(object, "object"),
         )
         body = ctx.check_text(text if text is not None else f"{subject} {predicate} {object}")
+        if text is not None:
+            body = with_statement(body, fact, ctx.policy.funnel.max_text_chars)
         when = ctx.now(at)
         src = source if source is not None else f"remember:{ctx.new_id()}"
         key = fact_key(k, subject, predicate)
