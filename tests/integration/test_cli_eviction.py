@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reverie.adapters.cli.app import app
+from reverie.core.ports import WriteBatch
 from reverie.integrations import open_engine
 
 pytestmark = pytest.mark.slow
@@ -55,6 +56,14 @@ def test_sweep_and_gc_commands(tmp_path: Path) -> None:
     out = run(home, "gc", "--dry-run")
     assert "dry run" in out
     assert len([r for r in export(home) if r["type"] == "memory"]) == 5
-    run(home, "gc")
+    out = run(home, "gc")
+    assert "members collected 0" in out  # the synthesis is new: its members stay 30 days
+    assert len([r for r in export(home) if r["type"] == "memory"]) == 5
+    with open_engine(home) as e:  # the synthesis made 31 days ago
+        (node,) = e.memories(tiers=["synthesis"])
+        aged = node.evolve(created_at=node.created_at - timedelta(days=31))
+        e.store.commit(WriteBatch(e.default_namespace, (aged,)))
+    out = run(home, "gc")
+    assert "members collected 3" in out
     texts = [r["record"]["text"] for r in export(home) if r["type"] == "memory"]  # type: ignore[index]
     assert len(texts) == 2 and any("pizza" in t for t in texts)  # kept inside the synthesis
