@@ -217,12 +217,7 @@ class Inspector:
             ns = validate_namespace(raw)
         except ReverieError as e:
             raise HttpError(400, "Bad request", str(e)) from None
-        rows = self._store.scan(ns, batch_size=1)
-        try:
-            empty = next(rows, None) is None
-        finally:
-            rows.close()
-        if empty:
+        if not self._holds_any(ns):
             raise HttpError(404, "Unknown namespace", f"no namespace {ns!r} holds any memory")
         return ns
 
@@ -262,7 +257,7 @@ class Inspector:
                 ),
                 str(c.get("total", 0)),
             ])
-        body = "<h1>Namespaces</h1>"
+        body = f"{self._flash(params)}<h1>Namespaces</h1>"
         if not names:
             body += '<p class="muted">The store holds no memory yet.</p>'
         else:
@@ -468,9 +463,15 @@ class Inspector:
                     return found, position, True
             return found, None, False
         finally:
-            close = getattr(rows, "close", None)
-            if close is not None:
-                close()
+            _close(rows)
+
+    def _holds_any(self, ns: str) -> bool:
+        """Whether the namespace holds a memory: one record read, whatever its size."""
+        rows = self._store.scan(ns, batch_size=1)
+        try:
+            return next(rows, None) is not None
+        finally:
+            _close(rows)
 
     # ------------------------------------------------------------------ one memory
 
@@ -846,14 +847,17 @@ class Inspector:
                 target = url("/memory", ns=ns, id=m.id, done="restore")
             else:
                 n = self.engine.forget(m.id, namespace=ns)
-                rows = self._store.scan(ns, batch_size=1)
-                try:
-                    left = next(rows, None) is not None
-                finally:
-                    rows.close()
-                target = (url("/namespace", ns=ns, done="forget", n=n) if left
+                target = (url("/namespace", ns=ns, done="forget", n=n)
+                          if self._holds_any(ns)
                           else url("/", done="forget", n=n))
         return Response(303, "", (("Location", target),))
+
+
+def _close(rows: Iterator[Memory]) -> None:
+    """Stop a store's scan early (a generator holds its place until closed)."""
+    close = getattr(rows, "close", None)
+    if close is not None:
+        close()
 
 
 def _bucket(days: Mapping[datetime, Counter[str]]) -> list[tuple[str, dict[str, int]]]:

@@ -19,6 +19,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -39,6 +40,7 @@ from reverie.core import ManualClock, Memory, Status, Tier
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidInput
 from reverie.integrations import open_engine
+from reverie.integrations.redis.store import RedisStore
 
 pytestmark = pytest.mark.slow
 
@@ -538,3 +540,39 @@ def test_reverie_inspect_prints_a_loopback_url_and_serves(world: World) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_reverie_inspect_on_a_redis_store(redis_url: str, tmp_path: Path) -> None:
+    ns = f"inspect-{uuid.uuid4().hex[:10]}"
+    home = tmp_path / "home"  # the vectors stay embedded here; the records live in Redis
+    engine = open_engine(home, store=redis_url, namespace=ns, clock=ManualClock(T0))
+    try:
+        old = engine.remember("Rui", "lives in", "Coimbra", source="chat:1")
+        engine.remember("Rui", "lives in", "Braga", source="chat:2")
+        engine.observe("I bought a new road bike for the weekend rides", source="chat:3")
+        engine.flush()
+        stored = [m.id for m in engine.memories()]
+    finally:
+        engine.close()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from reverie.adapters.cli import main; main()",
+         "--home", str(home), "inspect", "--redis", redis_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        base = proc.stdout.readline().strip().rstrip("/")
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", base), base
+        with urllib.request.urlopen(_url(base, "/memories", ns=ns)) as r:
+            listing = r.read().decode()
+        assert re.findall(r"id=([0-9a-f]{32})", listing) == stored
+        with urllib.request.urlopen(_url(base, "/memory", ns=ns, id=old.id)) as r:
+            page = r.read().decode()
+        chain = page[page.index('id="chain"'):]
+        assert chain.index("Rui lives in Coimbra") < chain.index("Rui lives in Braga")
+        assert _status(_url(base, "/namespace", ns=ns + "-none")) == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+        with RedisStore.from_url(redis_url) as store:
+            store.delete_namespace(ns)
