@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from reverie.core.errors import InvalidInput, MissingExtra
@@ -29,6 +30,12 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.langchain.memory", "classic") from e
 
+from reverie.adapters.arguments import (
+    as_invalid_input,
+    check_engine,
+    check_namespace,
+    check_positive_int,
+)
 from reverie.core.engine import Hit, MemoryEngine, Observation, RecallResult, render_hit
 
 __all__ = ["ReverieMemory"]
@@ -62,12 +69,29 @@ class ReverieMemory(BaseMemory):
     ai_prefix: str = "AI"
     return_messages: bool = False
 
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic sees them, so the caller gets reverie's typed errors
+        check_engine(data.get("engine"), "ReverieMemory")
+        check_namespace(data.get("namespace"))
+        if "k" in data:
+            check_positive_int("k", data["k"])
+        if data.get("token_budget") is not None:
+            check_positive_int("token_budget", data["token_budget"])
+        session = data.get("session_id", "-")
+        if not isinstance(session, str) or not session.strip():
+            raise InvalidInput(f"session_id must be a non-empty string, got {session!r}")
+        with as_invalid_input("ReverieMemory"):
+            super().__init__(**data)
+
     @property
     def memory_variables(self) -> list[str]:
         return [self.memory_key]
 
     def _input(self, inputs: dict[str, Any]) -> str:
+        _check_mapping("inputs", inputs)
         if self.input_key is not None:
+            if self.input_key not in inputs:
+                raise InvalidInput(f"inputs have no {self.input_key!r} (the input_key)")
             return str(inputs[self.input_key])
         keys = [k for k in inputs if k not in (self.memory_key, "stop")]
         if len(keys) != 1:
@@ -75,7 +99,10 @@ class ReverieMemory(BaseMemory):
         return str(inputs[keys[0]])
 
     def _output(self, outputs: dict[str, Any]) -> str:
+        _check_mapping("outputs", outputs)
         if self.output_key is not None:
+            if self.output_key not in outputs:
+                raise InvalidInput(f"outputs have no {self.output_key!r} (the output_key)")
             return str(outputs[self.output_key])
         if len(outputs) != 1:
             raise InvalidInput(f"one output key expected, got {list(outputs)}: set output_key")
@@ -137,6 +164,11 @@ class ReverieMemory(BaseMemory):
         ]
         if mine:
             self.engine.forget(*mine, namespace=self.namespace)
+
+
+def _check_mapping(name: str, value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"{name} must be a dict of the chain's values, got {value!r}")
 
 
 def _said(hit: Hit) -> tuple[Any, ...]:

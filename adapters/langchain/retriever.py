@@ -24,8 +24,15 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.langchain.retriever", "langchain") from e
 
+from reverie.adapters.arguments import (
+    as_invalid_input,
+    check_bool,
+    check_datetime,
+    check_engine,
+    check_namespace,
+    check_positive_int,
+)
 from reverie.core.engine import Hit, MemoryEngine, RecallResult
-from reverie.core.models import validate_namespace
 
 __all__ = ["ReverieLangChainRetriever", "ReverieRetriever", "hit_metadata", "hit_to_document"]
 
@@ -88,14 +95,18 @@ class ReverieLangChainRetriever(BaseRetriever):
     reinforce: bool = True
 
     def __init__(self, **data: Any) -> None:
-        # checked before pydantic sees them, so the caller gets reverie's typed error
-        if "k" in data:
-            _check_k(data["k"])
-        if data.get("namespace") is not None:
-            validate_namespace(data["namespace"])
-        if "token_budget" in data:
-            _check_budget(data["token_budget"])
-        super().__init__(**data)
+        # checked before pydantic sees them, so the caller gets reverie's typed errors
+        unknown = sorted(set(data) - set(type(self).model_fields))
+        if unknown:
+            raise InvalidInput(
+                f"unknown retriever argument(s) {unknown}: give any of "
+                f"{sorted(type(self).model_fields)}"
+            )
+        check_engine(data.get("engine"), "ReverieLangChainRetriever")
+        check_namespace(data.get("namespace"))
+        _check_options(data)
+        with as_invalid_input("ReverieLangChainRetriever"):
+            super().__init__(**data)
 
     def _recall_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(overrides) - _PER_CALL)
@@ -104,10 +115,7 @@ class ReverieLangChainRetriever(BaseRetriever):
                 f"unknown retriever argument(s) {unknown}: per call, give any of "
                 f"{sorted(_PER_CALL)}"
             )
-        if "k" in overrides:
-            _check_k(overrides["k"])
-        if "token_budget" in overrides:
-            _check_budget(overrides["token_budget"])
+        _check_options(overrides)
         kwargs: dict[str, Any] = {
             "namespace": self.namespace,
             "k": self.k,
@@ -137,18 +145,17 @@ ReverieRetriever = ReverieLangChainRetriever
 existing imports work."""
 
 
-def _check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInput(f"k must be a positive integer, got {k!r}")
-    return k
-
-
-def _check_budget(budget: Any) -> int | None:
-    if budget is not None and (
-        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
-    ):
-        raise InvalidInput(f"token_budget must be a positive integer or None, got {budget!r}")
-    return budget
+def _check_options(options: dict[str, Any]) -> None:
+    """The recall options a caller may set, whether at construction or per call."""
+    if "k" in options:
+        check_positive_int("k", options["k"])
+    if "token_budget" in options and options["token_budget"] is not None:
+        check_positive_int("token_budget", options["token_budget"])
+    if "as_of" in options:
+        check_datetime("as_of", options["as_of"])
+    for flag in ("include_history", "reinforce"):
+        if flag in options:
+            check_bool(flag, options[flag])
 
 
 def _documents(result: RecallResult) -> list[Document]:

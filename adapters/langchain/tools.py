@@ -13,14 +13,21 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reverie.core.errors import InvalidInput, MissingExtra, ReverieError
+from reverie.core.errors import MissingExtra, ReverieError
 
 try:
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
-    from pydantic import BaseModel, Field, create_model
+    from pydantic import BaseModel, Field, ValidationError, create_model
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.langchain.tools", "langchain") from e
 
+from reverie.adapters.arguments import (
+    check_engine,
+    check_namespace,
+    check_positive_int,
+    check_source,
+    validation_message,
+)
 from reverie.core.engine import MemoryEngine, RecallResult
 from reverie.core.models import Memory
 
@@ -63,9 +70,7 @@ def recall_args(k: int) -> type[RecallArgs]:
 
 
 def _check_tool_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
-    return k
+    return check_positive_int("k", k, maximum=MAX_K)
 
 
 def _forgot(n: int, memory_id: str) -> str:
@@ -111,8 +116,16 @@ def memory_tools(
 
     `source` names where remembered things come from (a thread or user id): the same
     fact from several independent sources gains confidence and may become a crystal;
-    None gives every call its own source."""
+    None gives every call its own source.
 
+    Bad arguments here raise reverie's typed errors (`InvalidInput`, `InvalidNamespace`).
+    Bad arguments from the model in a tool call (a missing query, k out of range) come
+    back to it as the tool's answer, `InvalidInput: <field>: <what is wrong>`, as reverie
+    errors do, so the agent can correct itself instead of crashing the run."""
+
+    check_engine(engine, "memory_tools")
+    check_namespace(namespace)
+    check_source(source)
     recall_schema = recall_args(k)
 
     def _fact(
@@ -192,9 +205,17 @@ def memory_tools(
             description=desc,
             args_schema=schema,
             handle_tool_error=True,
+            handle_validation_error=_validation_answer,
         )
         for fn, afn, name, schema, desc in specs
     ]
+
+
+def _validation_answer(error: Any) -> str:
+    """What the model reads when its call's arguments fail the tool's schema."""
+    if isinstance(error, ValidationError):
+        return f"InvalidInput: {validation_message(error)}"
+    return f"InvalidInput: {error}"
 
 
 def _errors_to_tool(fn: Callable[..., str]) -> Callable[..., str]:
