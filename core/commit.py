@@ -7,6 +7,13 @@ the third):
   second node for the same members.
 - Each step (insert the node, move the edges, mark the members) is one `WriteBatch`,
   all-or-nothing, and idempotent: a step re-run after it already happened changes nothing.
+
+A contradiction the model resolved (`SynthesisPayload.supersedes`, core/synthesis.py)
+changes two steps: the node gets a SUPERSEDES edge to each member a newer member
+replaced, and those members are retired as superseded by the node (status,
+`superseded_by`, `valid_to` at the time the newer member was observed, the reason under
+"reverie_superseded"), so `recall(as_of=...)` and `history` keep working; the others are
+consolidated as usual.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ from .errors import ConflictError, InvalidInput, ReverieError
 from .models import Edge, EdgeType, Kind, Memory, Status, Tier
 from .policy import Policy
 from .ports import RecordStore, WriteBatch
-from .synthesis import SynthesisPayload
+from .synthesis import SynthesisPayload, open_versions
 
 KillHook = Callable[[str], None]  # called after each step, so a test can crash there
+SUPERSEDED_KEY = "reverie_superseded"  # as core/writing.py: by which version, and why
+REM_REASON = "a newer member replaced it; the REM cycle's synthesis holds the newest value"
 
 
 def fingerprint(member_ids: Iterable[str]) -> str:
@@ -76,6 +85,7 @@ def build_node(
                 "causal_chains": list(payload.causal_chains),
                 "temporal_anchors": list(payload.temporal_anchors),
                 "key_entities": list(payload.key_entities),
+                **({"supersedes": sorted(payload.supersedes)} if payload.supersedes else {}),
             }
         },
     )
@@ -127,6 +137,12 @@ def commit_cluster(
     ids = sorted(set(member_ids))
     if len(ids) < 2:
         raise InvalidInput("a cluster needs at least two distinct members")
+    outside = sorted(set(payload.supersedes) - set(ids))
+    if outside:
+        raise InvalidInput(
+            f"the synthesis would supersede {', '.join(outside)}, not member(s) of the "
+            "cluster; nothing written"
+        )
     fp = fingerprint(ids)
     sid = synthesis_id(fp)
     base = {"synthesis_id": sid, "members": ids}
@@ -151,7 +167,9 @@ def commit_cluster(
             )
         current = found
         node = build_node(namespace, [current[i] for i in ids], payload, now, synthesizer)
-        provenance = tuple(Edge(sid, i, EdgeType.DERIVED_FROM, 1.0) for i in ids)
+        provenance = tuple(Edge(sid, i, EdgeType.DERIVED_FROM, 1.0) for i in ids) + tuple(
+            Edge(sid, i, EdgeType.SUPERSEDES, 1.0) for i in sorted(payload.supersedes)
+        )
         store.commit(WriteBatch(namespace, (node,), provenance))
         hook("node-inserted")
     if state in (None, "started"):
@@ -164,7 +182,9 @@ def commit_cluster(
         _journal(store, namespace, fp, "edges", base, hook)
 
     # 3. members retired (soft): consolidated into the node, never deleted
-    retired = _retire_members(store, namespace, ids, sid, now, current)
+    retired = _retire_members(
+        store, namespace, ids, sid, now, current, frozenset(payload.supersedes), synthesizer
+    )
     hook("members-retired")
     _journal(store, namespace, fp, "done", base, hook)
     return node, retired
@@ -203,6 +223,42 @@ def _move_edges(store: RecordStore, ns: str, ids: Sequence[str], sid: str) -> No
         store.commit(WriteBatch(ns, (), tuple(moved), tuple(removed)))
 
 
+def replaced_until(members: Mapping[str, Memory], replaced: frozenset[str], now: datetime) -> (
+    dict[str, datetime]
+):
+    """Pure: when each replaced member stopped holding: when the first newer member the
+    write path linked to it as its newer version was observed, else the first newer
+    member that was not itself replaced, else `now`."""
+    found = open_versions(list(members.values()))
+    label_of = {mid: label for label, mid in found.labels.items()} if found else {}
+    holding = [m for m in members.values() if m.id not in replaced]
+    out: dict[str, datetime] = {}
+    for mid in replaced:
+        m = members.get(mid)
+        if m is None:
+            continue
+        by = found.replaced_by.get(label_of.get(mid, ""), ()) if found else ()
+        later = [members[found.labels[b]].created_at for b in by] if found else []
+        if not later:
+            later = [
+                h.created_at for h in holding if (h.created_at, h.id) > (m.created_at, m.id)
+            ]
+        out[mid] = min(later) if later else now
+    return out
+
+
+def _retired(
+    m: Memory, sid: str, now: datetime, until: Mapping[str, datetime], synthesizer: str
+) -> Memory:
+    if m.id not in until:
+        return m.evolve(status=Status.CONSOLIDATED, consolidated_into=sid, updated_at=now)
+    return m.evolve(
+        status=Status.SUPERSEDED, superseded_by=sid, valid_to=until[m.id], updated_at=now,
+        metadata={**m.metadata, SUPERSEDED_KEY: {
+            "by": sid, "reason": REM_REASON, "synthesizer": synthesizer}},
+    )
+
+
 def _retire_members(
     store: RecordStore,
     ns: str,
@@ -210,13 +266,17 @@ def _retire_members(
     sid: str,
     now: datetime,
     known: Mapping[str, Memory] | None = None,
+    replaced: frozenset[str] = frozenset(),
+    synthesizer: str = "extractive",
 ) -> list[Memory]:
-    """Mark the members consolidated into `sid`; returns every member as it now stands.
-    `known` (the members just read) saves the first read; a conflict re-reads."""
+    """Mark the members consolidated into `sid` (or, those in `replaced`, superseded by
+    it); returns every member as it now stands. `known` (the members just read) saves
+    the first read; a conflict re-reads."""
     current = dict(known) if known is not None else store.get_many(ns, ids)
     for _ in range(CAS_RETRIES):
+        until = replaced_until(current, replaced, now)
         puts = tuple(
-            m.evolve(status=Status.CONSOLIDATED, consolidated_into=sid, updated_at=now)
+            _retired(m, sid, now, until, synthesizer)
             for m in current.values()
             if m.is_active
         )

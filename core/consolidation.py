@@ -40,11 +40,11 @@ from .policy import Policy
 from .ports import RecordStore, Synthesizer, Vector
 from .scoring import importance_score
 from .synthesis import (
-    SYNTHESIS_SCHEMA,
     ExtractiveSynthesizer,
     SynthesisPayload,
     build_prompt,
     retry_prompt,
+    synthesis_schema,
     validate_payload,
 )
 from .triggers import RetrievalLog, Trigger, VectorsOf, check_triggers, due_triggers
@@ -275,11 +275,12 @@ def synthesize_group(
         return GroupSynthesis(extractive.synthesize_members(members), extractive.name, 0)
     name = str(getattr(synthesizer, "name", type(synthesizer).__name__))
     prompt = build_prompt(members)
+    schema = synthesis_schema(members)  # with "outdated" for a cluster of open versions
     asked = prompt
     errors: list[str] = []
     for attempt in range(1, policy.maintenance.synthesis_retries + 2):
         try:
-            raw = synthesizer.synthesize(asked, SYNTHESIS_SCHEMA)
+            raw = synthesizer.synthesize(asked, schema)
             payload = validate_payload(raw, members, max_chars=policy.funnel.max_text_chars)
             return GroupSynthesis(payload, name, attempt)
         except Exception as e:  # every failure is reported; none may lose the members
