@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from .clock import utc
 from .context import EngineContext
 from .errors import ConflictError, InvalidInput, NotFound
 from .extraction import ExtractionReport, extract_from_traces
+from .item_versions import older_item
 from .models import (
     Edge,
     EdgeType,
@@ -118,22 +120,25 @@ class WritePath:
             vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
             pending: list[tuple[Memory, Vector]] = []
             restatus: list[Memory] = []
-            for p in chunk:
-                vec = vecs.get(id(p))
-                existing = ctx.store.find_by_hash(ns, p.digest) if vec is None else None
-                if existing is not None:
-                    out.append(self._fold(ns, existing.id, p.source, p.when))
-                else:
-                    if vec is None:  # its twin was forgotten since the chunk began
-                        vec = ctx.embed([p.memory.text])[0]
-                    stored, superseded, created = self._write_trace(ns, p, vec)
-                    out.append(stored)
-                    if created:
-                        pending.append((stored, vec))
-                    if superseded is not None:
-                        restatus.append(superseded)
-                if progress is not None:
-                    progress(1)
+            # a store that can commits the chunk's writes once (`BatchesWrites`), each
+            # write still atomic; the vectors are queued after it, outside
+            with ctx.caps.together() if ctx.caps.together is not None else nullcontext():
+                for p in chunk:
+                    vec = vecs.get(id(p))
+                    existing = ctx.store.find_by_hash(ns, p.digest) if vec is None else None
+                    if existing is not None:
+                        out.append(self._fold(ns, existing.id, p.source, p.when))
+                    else:
+                        if vec is None:  # its twin was forgotten since the chunk began
+                            vec = ctx.embed([p.memory.text])[0]
+                        stored, superseded, created = self._write_trace(ns, p, vec)
+                        out.append(stored)
+                        if created:
+                            pending.append((stored, vec))
+                        if superseded is not None:
+                            restatus.append(superseded)
+                    if progress is not None:
+                        progress(1)
             vector_sync.index(ctx, ns, pending, restatus, behind=True)
         return out
 
@@ -322,8 +327,17 @@ class WritePath:
                     metadata=dict(metadata or {}),
                 )
             )
-            puts = [unit]
             edges = self._entity_edges(ns, unit)
+            if current is None and text is not None and vec is not None:
+                # an item in its own words (a LangGraph store item): a newer version of
+                # an earlier item under another key ranks above it (core/item_versions.py)
+                link = older_item(ctx.store, self.versions, ns, unit, vec, when)
+                if link is not None:
+                    prior, signals = link
+                    unit = dataclasses.replace(unit, metadata={
+                        **unit.metadata, UPDATE_KEY: {"of": prior.id, **signals.as_dict()}})
+                    edges.append(Edge(unit.id, prior.id, EdgeType.UPDATES, 1.0))
+            puts = [unit]
             old = None
             if current is not None:
                 old = current.evolve(
