@@ -1,10 +1,16 @@
 """A year of daily agent sessions, with and without maintenance (REM cycle + sweep + GC).
 
-Each simulated day is one session of 15-40 new memories (seeded, reproducible):
-- fact mentions, in paraphrase (several phrasings per fact), stored the way an agent
-  with a fact extractor stores them: `remember(subject, predicate, value, text=<the
-  user's words>)`; seven of the twelve facts change once during the year, said as a
-  correction ("actually, I moved to ..."), which supersedes the old value;
+Each simulated day is one session of 15-40 new memories (seeded, reproducible), plus
+a few free-text fact mentions:
+- keyed fact mentions, in paraphrase (several phrasings per fact), stored the way an
+  agent with a fact extractor stores them: `remember(subject, predicate, value,
+  text=<the user's words>)`; seven of the twelve facts change once during the year,
+  said as a correction ("actually, I moved to ..."), which supersedes the old value;
+- free-text facts told only in ordinary sentences through `observe` ("my rent is 1,200
+  euros a month"), eight of them, each changing once or twice during the year, the
+  change told in one of several phrasings, with a cue word or without ("the landlord
+  raised the rent to 1,350 euros", "I run 10 km every morning now"); generated from
+  their own seed so the rest of the stream is the same with or without them;
 - recurring small talk on a few dozen topics, in paraphrase (`observe`);
 - one-off noise, every line different (`observe`);
 - ten important facts planted in the first three weeks, said once and marked important by
@@ -13,15 +19,20 @@ Each simulated day is one session of 15-40 new memories (seeded, reproducible):
 Both runs ingest the identical stream on the embedded default (SQLite + embedded
 Chroma + the real all-MiniLM-L6-v2 model) on a ManualClock. The maintained run does,
 every 7 days, one REM cycle (extractive synthesizer, no LLM) then a sweep, and every
-30 days a GC. At each month's end both runs report their active nodes; at month 12
-they are asked the planted facts (recall@5: the answer appears in a top-5 text) and
-the changed facts (stale answer: a hit stating only an old value ranks above every
-hit stating the current one). Evaluation recalls do not reinforce.
+28 days a GC. At each month's end both runs report their active memories, the records
+kept (any status) and the bytes on disk (the SQLite file with its WAL, and the Chroma
+directory). At month 12 they are asked the planted facts (recall@5: the answer appears
+in a top-5 text) and every changed fact, keyed and free-text (current value in the top
+5; stale answer: a hit stating only an old value ranks above every hit stating the
+current one). Evaluation recalls do not reinforce.
 
-Targets: active nodes at month 12 at most 25% of the uncompressed run;
-planted-fact recall@5 no lower than uncompressed; stale-answer rate 0.
+Targets (maintained run against the uncompressed one): active memories at month 12 at
+most 25%; records kept at most 50%; bytes on disk at most 60%; maintenance time at most
+2x the run's own ingest time; planted-fact recall@5 no lower; current value in the top
+5 for changed facts at least 0.90; stale-answer rate 0.
 
-Run: python benchmarks/longitudinal.py [--days 365] [--seed 11]
+Run: python benchmarks/longitudinal.py [--days 365] [--seed 11] [--profile FILE]
+     (--days 120 is a quick look: every fact still changes inside it)
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import platform
 import sys
 import tempfile
@@ -162,23 +174,121 @@ NOISE_C = [
 ]
 
 
+
+
+@dataclass(frozen=True)
+class FreeFact:
+    """A fact the user only ever tells in ordinary sentences (`observe`), never keyed."""
+
+    name: str
+    values: tuple[str, ...]  # the first, then each value it changes to, in order
+    mentions: tuple[str, ...]  # ordinary sentences stating the value ({v})
+    updates: tuple[str, ...]  # ways of telling the change ({v} new, {old} previous)
+    question: str
+
+
+FREE_FACTS = [
+    FreeFact("climbing gym", ("Boulderwelt", "Stonewall Climbing"),
+             ("I went bouldering at {v} tonight", "my climbing gym is {v}",
+              "{v} was packed with climbers", "the routes at {v} got reset this week"),
+             ("I cancelled my membership at {old}, I climb at {v} now",
+              "we switched climbing gyms, it's {v} from now on",
+              "my new climbing gym is {v}, much closer to home"),
+             "Which climbing gym does the user go to?"),
+    FreeFact("dentist", ("Dr. Hansen", "Dr. Moreau"),
+             ("my dentist {v} cleaned my teeth", "I booked a check-up with {v}, my dentist",
+              "{v} says I should floss more"),
+             ("I've got a new dentist, {v}", "I moved to a different dental practice, "
+              "my dentist is {v} now", "{old} retired, so {v} is my dentist these days"),
+             "Who is the user's dentist?"),
+    FreeFact("morning run", ("5 km", "10 km", "15 km"),
+             ("I run {v} every morning", "my morning run is {v} along the river",
+              "did my usual {v} run before breakfast"),
+             ("I increased my morning run to {v}", "these days my morning run is {v}",
+              "I'm up to {v} on my morning runs"),
+             "How far does the user run in the morning?"),
+    FreeFact("rent", ("1,200 euros", "1,350 euros"),
+             ("my rent is {v} a month", "paid the {v} rent today",
+              "{v} for the flat every month is a lot"),
+             ("the landlord raised the rent to {v}", "rent went up, I pay {v} a month now",
+              "from next month my rent is {v}"),
+             "How much rent does the user pay for the flat?"),
+    FreeFact("team", ("the payments team", "the search team"),
+             ("I'm on {v} at work", "{v} had a long stand-up today",
+              "my colleagues on {v} are great"),
+             ("I transferred to {v} this week", "I left {old}; I'm on {v} now",
+              "I joined {v} at work"),
+             "Which team is the user on at work?"),
+    FreeFact("language class", ("Italian", "Japanese", "Portuguese"),
+             ("my evening class is {v}", "homework for my {v} class again",
+              "learned new {v} words in class"),
+             ("I dropped {old} and signed up for {v} classes instead",
+              "my evening class is {v} now", "started a {v} course in the evenings"),
+             "Which language class does the user take in the evening?"),
+    FreeFact("bedtime", ("11 pm", "10 pm"),
+             ("I go to bed at {v}", "lights out at {v} for me",
+              "I was asleep by {v} as usual"),
+             ("from now on I'm in bed by {v}", "I moved my bedtime to {v}",
+              "new routine: bed at {v}"),
+             "What time does the user go to bed?"),
+    FreeFact("laptop", ("a ThinkPad X1", "a MacBook Air"),
+             ("I'm typing this on {v}", "my laptop is {v}", "{v} battery died again"),
+             ("got {v} yesterday, the old laptop is retired", "I replaced my laptop with {v}",
+              "my laptop is {v} now"),
+             "What laptop does the user use?"),
+]
+# the free-text facts draw from (seed, salt), so the rest of the stream is unchanged
+FREE_SEED_SALT = 1
+
+
 @dataclass
 class Item:
     at: datetime
-    kind: str  # "fact" | "observe" | "planted"
+    kind: str  # "fact" (remember) | "observe" | "planted" | "free" / "update" (free-text fact)
     text: str
     slot: int = -1
     value: str = ""
 
 
-def build_stream(days: int, seed: int) -> tuple[list[list[Item]], dict[int, int]]:
-    """The sessions, and for each changing fact slot the day its value changes."""
+@dataclass(frozen=True)
+class Stream:
+    sessions: list[list[Item]]
+    change_day: dict[int, int]  # keyed fact slot -> the day its value changes
+    free_change_days: dict[int, list[int]]  # free fact -> the days its value changes
+
+
+def _free_value(f: FreeFact, days: list[int], day: int) -> tuple[int, str]:
+    i = sum(1 for d in days if d <= day)
+    return i, f.values[i]
+
+
+def _changes_first(items: list[Item], changed: set[int]) -> list[Item]:
+    """A free fact's change told before that day's mentions of it (they state the new value)."""
+    out = list(items)
+    for slot in changed:
+        upd = next(j for j, it in enumerate(out) if it.kind == "update" and it.slot == slot)
+        first = next(j for j, it in enumerate(out)
+                     if it.kind in ("free", "update") and it.slot == slot)
+        if first < upd:
+            out.insert(first, out.pop(upd))
+    return out
+
+
+def build_stream(days: int, seed: int) -> Stream:
+    """The sessions: each keyed fact slot changes on `change_day`, each free fact on its
+    `free_change_days` (every mention on or after a change day states the new value)."""
     rng = np.random.default_rng(seed)
     changing = [i for i, f in enumerate(FACTS) if len(f.values) > 1]
     change_day = {i: int(rng.integers(days // 4, 3 * days // 4)) for i in changing}
     noise = [f"{a}, {b} {c}" for a in NOISE_A for b in NOISE_B for c in NOISE_C]
     order = rng.permutation(len(noise))
     noise_next = 0
+    frng = np.random.default_rng([seed, FREE_SEED_SALT])
+    free_days: dict[int, list[int]] = {}
+    for i, f in enumerate(FREE_FACTS):
+        picks = frng.choice(np.arange(days // 6, 5 * days // 6), size=len(f.values) - 1,
+                            replace=False)
+        free_days[i] = sorted(int(d) for d in picks)
     sessions: list[list[Item]] = []
     for day in range(days):
         start = T0 + timedelta(days=day, hours=float(rng.integers(0, 10)))
@@ -198,7 +308,8 @@ def build_stream(days: int, seed: int) -> tuple[list[list[Item]], dict[int, int]
             if r < 0.25:
                 slot = int(rng.integers(len(FACTS)))
                 f = FACTS[slot]
-                v = f.values[1] if slot in change_day and day > change_day[slot] else f.values[0]
+                # the correction opens its day: every later mention states the new value
+                v = f.values[1] if slot in change_day and day >= change_day[slot] else f.values[0]
                 phr = f.phrasings[int(rng.integers(len(f.phrasings)))]
                 items.append(Item(start, "fact", phr.format(v=v), slot, v))
             elif r < 0.45:
@@ -208,11 +319,74 @@ def build_stream(days: int, seed: int) -> tuple[list[list[Item]], dict[int, int]
             else:
                 items.append(Item(start, "observe", noise[order[noise_next % len(noise)]]))
                 noise_next += 1
+        # free-text facts: a change told on its day, and about two mentions a day
+        free: list[Item] = []
+        for i, f in enumerate(FREE_FACTS):
+            if day in free_days[i]:
+                idx, v = _free_value(f, free_days[i], day)
+                phr = f.updates[int(frng.integers(len(f.updates)))]
+                free.append(Item(start, "update", phr.format(v=v, old=f.values[idx - 1]), i, v))
+        for _ in range(int(frng.integers(1, 4))):
+            i = int(frng.integers(len(FREE_FACTS)))
+            f = FREE_FACTS[i]
+            _, v = _free_value(f, free_days[i], day)
+            phr = f.mentions[int(frng.integers(len(f.mentions)))]
+            free.append(Item(start, "free", phr.format(v=v), i, v))
+        for it in free:  # each at a seeded place in the session
+            items.insert(int(frng.integers(len(items) + 1)), it)
+        items = _changes_first(items, {i for i, d in free_days.items() if day in d})
         for j, it in enumerate(items):  # a minute apart, in order
             it.at = start + timedelta(minutes=j)
         sessions.append(items)
-    return sessions, change_day
+    return Stream(sessions, change_day, free_days)
 
+
+
+class Metered:
+    """One run's view of the shared `MemoEmbedder`, metered by phase ("ingest",
+    "maintenance", "eval"): texts asked for, texts the model actually ran (those no
+    earlier call embedded), their tokens as the model reads them (truncated at its
+    window) and the model's seconds. A text asked for again is served from the cache;
+    in maintenance that is a re-embedding a deployment without the cache pays for."""
+
+    def __init__(self, memo: MemoEmbedder, tokens: Any) -> None:
+        self.memo = memo
+        self.tokens = tokens
+        self.phase = "ingest"
+        self.stats: dict[str, dict[str, float]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.memo.name
+
+    @property
+    def dimension(self) -> int:
+        return self.memo.dimension
+
+    def embed(self, texts: Any) -> np.ndarray:
+        st = self.stats.setdefault(self.phase, {"asked": 0, "model_texts": 0,
+                                                "model_tokens": 0, "model_seconds": 0.0})
+        st["asked"] += len(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo.cache]
+        if missing:
+            t = time.perf_counter()
+            self.memo.warm(missing)
+            st["model_seconds"] += time.perf_counter() - t
+            st["model_texts"] += len(missing)
+            st["model_tokens"] += self.tokens(missing)
+        return self.memo.embed(texts)
+
+
+def token_counter(embedder: Any) -> Any:
+    """Tokens the model reads for `texts`: its tokenizer, truncated at its window."""
+    model = embedder._loaded()
+    tok, window = model.tokenizer, model.max_seq_length
+
+    def count(texts: list[str]) -> int:
+        ids = tok(list(texts), truncation=True, max_length=window)["input_ids"]
+        return int(sum(len(x) for x in ids))
+
+    return count
 
 def ingest(engine: Any, day: int, items: list[Item]) -> None:
     from reverie.core.engine import Observation
@@ -237,34 +411,51 @@ def ingest(engine: Any, day: int, items: list[Item]) -> None:
     flush()
 
 
-def evaluate(engine: Any, change_day: dict[int, int]) -> dict[str, Any]:
+def _changed_question(engine: Any, question: str, values: tuple[str, ...]) -> tuple[bool, bool]:
+    """(current value in the top 5, a hit stating only an old value ranks above it)."""
+    hits = engine.recall(question, namespace=NS, k=5, reinforce=False)
+    texts = [h.text.lower() for h in hits]
+    new, olds = values[-1].lower(), [v.lower() for v in values[:-1]]
+    cur = next((i for i, t in enumerate(texts) if new in t), None)
+    old_only = next(
+        (i for i, t in enumerate(texts) if new not in t and any(o in t for o in olds)), None
+    )
+    return cur is not None, old_only is not None and (cur is None or old_only < cur)
+
+
+def evaluate(engine: Any, stream: Stream) -> dict[str, Any]:
     planted_hits = []
     for _, question, answer in PLANTED:
         hits = engine.recall(question, namespace=NS, k=5, reinforce=False)
         planted_hits.append(any(answer.lower() in h.text.lower() for h in hits))
-    stale = []
-    current_found = []
-    for slot in sorted(change_day):
-        f = FACTS[slot]
-        old, new = f.values[0].lower(), f.values[1].lower()
-        hits = engine.recall(f.question, namespace=NS, k=5, reinforce=False)
-        texts = [h.text.lower() for h in hits]
-        cur = next((i for i, t in enumerate(texts) if new in t), None)
-        old_only = next((i for i, t in enumerate(texts) if old in t and new not in t), None)
-        stale.append(old_only is not None and (cur is None or old_only < cur))
-        current_found.append(cur is not None)
+    keyed = [_changed_question(engine, FACTS[s].question, FACTS[s].values)
+             for s in sorted(stream.change_day)]
+    free = [_changed_question(engine, f.question, f.values) for f in FREE_FACTS]
+    both = keyed + free
     return {
         "planted_recall_at_5": float(np.mean(planted_hits)),
         "planted_hits": planted_hits,
-        "stale_answer_rate": float(np.mean(stale)),
-        "stale": stale,
-        "current_value_in_top5": float(np.mean(current_found)),
+        "stale_answer_rate": float(np.mean([s for _, s in both])),
+        "current_value_in_top5": float(np.mean([c for c, _ in both])),
+        "keyed": {"current_in_top5": [c for c, _ in keyed], "stale": [s for _, s in keyed],
+                  "facts": [FACTS[s].predicate for s in sorted(stream.change_day)]},
+        "free_text": {"current_in_top5": [c for c, _ in free], "stale": [s for _, s in free],
+                      "facts": [f.name for f in FREE_FACTS]},
+        "keyed_current_in_top5": float(np.mean([c for c, _ in keyed])),
+        "free_text_current_in_top5": float(np.mean([c for c, _ in free])),
     }
 
 
+def disk_bytes(home: Path) -> dict[str, int]:
+    """Bytes on disk: the SQLite files (database, WAL, shared memory) and the Chroma directory."""
+    sqlite = sum(p.stat().st_size for p in home.iterdir() if p.is_file())
+    vectors = sum(p.stat().st_size for p in (home / "vectors").rglob("*") if p.is_file())
+    return {"sqlite": sqlite, "vectors": vectors, "total": sqlite + vectors}
+
+
 def run(
-    label: str, sessions: list[list[Item]], change_day: dict[int, int], embedder: Any,
-    home: Path, maintain: bool,
+    label: str, stream: Stream, embedder: Metered, home: Path, maintain: bool,
+    profiler: Any = None,
 ) -> dict[str, Any]:
     from reverie.core import ManualClock
     from reverie.integrations import open_engine
@@ -272,41 +463,63 @@ def run(
     clock = ManualClock(T0)
     engine = open_engine(home, embedder=embedder, clock=clock, namespace=NS)
     monthly: list[dict[str, Any]] = []
-    maint_seconds = 0.0
+    maint_seconds = ingest_seconds = 0.0
+    phases = {"consolidate": 0.0, "sweep": 0.0, "gc": 0.0}
     totals = {"consolidated": 0, "syntheses_rem": 0, "swept_archived": 0, "sweep_syntheses": 0,
               "gc_deleted": 0, "fallbacks": 0}
     started = time.perf_counter()
+    sessions = stream.sessions
     try:
         for day, items in enumerate(sessions):
             clock.set(items[0].at)
+            embedder.phase = "ingest"
+            t = time.perf_counter()
             ingest(engine, day, items)
+            ingest_seconds += time.perf_counter() - t
             clock.set(T0 + timedelta(days=day + 1))  # the end of the day
             if maintain and (day + 1) % 7 == 0:
+                if profiler is not None:
+                    profiler.enable()
+                embedder.phase = "maintenance"
                 t = time.perf_counter()
                 rem = engine.consolidate(NS)
                 totals["consolidated"] += rem.consolidated
                 totals["syntheses_rem"] += len(rem.committed)
+                t1 = time.perf_counter()
                 sw = engine.sweep(NS)
                 totals["swept_archived"] += sw.archived
                 totals["sweep_syntheses"] += sw.syntheses
                 totals["fallbacks"] += sw.fallbacks + len(rem.fallbacks)
+                t2 = time.perf_counter()
                 if (day + 1) % 28 == 0:
                     totals["gc_deleted"] += engine.gc(NS).deleted
-                maint_seconds += time.perf_counter() - t
+                t3 = time.perf_counter()
+                phases["consolidate"] += t1 - t
+                phases["sweep"] += t2 - t1
+                phases["gc"] += t3 - t2
+                maint_seconds += t3 - t
+                if profiler is not None:
+                    profiler.disable()
             if (day + 1) % 30 == 0 or day + 1 == len(sessions):
                 c = engine.store.count(NS)
                 monthly.append({
                     "day": day + 1, "active": c.get("status:active", 0),
-                    "total_records": c.get("total", 0),
+                    "total_records": c.get("total", 0), "bytes": disk_bytes(home),
                 })
                 print(f"  [{label}] day {day + 1}: active {monthly[-1]['active']}, "
-                      f"records {monthly[-1]['total_records']}", flush=True)
-        result = evaluate(engine, change_day)
+                      f"records {monthly[-1]['total_records']}, "
+                      f"{monthly[-1]['bytes']['total'] / 1e6:.1f} MB", flush=True)
+        embedder.phase = "eval"
+        result = evaluate(engine, stream)
         counts = engine.store.count(NS)
     finally:
         engine.close()
+    final_bytes = disk_bytes(home)  # after close: the WAL checkpointed, as a user leaves it
     return {"monthly": monthly, "eval": result, "counts": counts, "totals": totals,
-            "maintenance_seconds": maint_seconds, "seconds": time.perf_counter() - started}
+            "maintenance_seconds": maint_seconds, "maintenance_phases": phases,
+            "ingest_seconds": ingest_seconds, "bytes_closed": final_bytes,
+            "embedding": embedder.stats,
+            "seconds": time.perf_counter() - started}
 
 
 def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
@@ -315,112 +528,236 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, style in (("uncompressed", "o-"), ("maintained", "s-")):
-        m = results[label]["monthly"]
-        ax.plot([x["day"] / 30 for x in m], [x["active"] for x in m], style, label=label)
-    ax.set_xlabel("month")
-    ax.set_ylabel("active memories")
-    ax.set_title("Active memories over a simulated year (embedded default)")
-    ax.grid(alpha=0.3)
-    ax.legend()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    panels = (
+        ("active memories", lambda x: x["active"]),
+        ("records kept (any status)", lambda x: x["total_records"]),
+        ("bytes on disk (MB: SQLite + WAL + Chroma)", lambda x: x["bytes"]["total"] / 1e6),
+    )
+    for ax, (title, value) in zip(axes, panels, strict=True):
+        for label, style in (("uncompressed", "o-"), ("maintained", "s-")):
+            m = results[label]["monthly"]
+            ax.plot([x["day"] / 30 for x in m], [value(x) for x in m], style, label=label)
+        ax.set_xlabel("month")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("A simulated year on the embedded default, with and without maintenance")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
+
+
+def _mark(ok: bool) -> str:
+    return "met" if ok else "NOT met"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="write cProfile stats of the maintained run's maintenance here")
+    parser.add_argument("--out", type=Path, default=RESULTS,
+                        help="directory for longitudinal.md/.json/.png")
+    parser.add_argument("--embedding-cache", type=Path, default=None,
+                        help="a pickle of the model's vectors for the stream's texts, read if "
+                        "present and written after (saves the model time when iterating)")
     args = parser.parse_args()
     from reverie.integrations.embedders import LocalEmbedder
 
-    sessions, change_day = build_stream(args.days, args.seed)
+    stream = build_stream(args.days, args.seed)
+    sessions = stream.sessions
     n_items = sum(len(s) for s in sessions)
-    print(f"{args.days} sessions, {n_items} memories written; changing facts on days "
-          f"{sorted(change_day.values())}", flush=True)
-    embedder = MemoEmbedder(LocalEmbedder())
-    t = time.perf_counter()
-    embedder.warm(sorted({it.text for s in sessions for it in s}))
-    print(f"embedded {len(embedder.cache)} distinct texts in {time.perf_counter() - t:.1f} s",
+    n_free = sum(1 for s in sessions for it in s if it.kind in ("free", "update"))
+    print(f"{args.days} sessions, {n_items} memories written ({n_free} free-text fact "
+          f"mentions); keyed facts change on days {sorted(stream.change_day.values())}, "
+          f"free-text facts on {sorted(d for v in stream.free_change_days.values() for d in v)}",
           flush=True)
+    local = LocalEmbedder().load()  # loading the model is no one's ingest
+    embedder = MemoEmbedder(local)
+    tokens = token_counter(local)
+    cached = 0
+    if args.embedding_cache is not None and args.embedding_cache.exists():
+        embedder.cache.update(pickle.loads(args.embedding_cache.read_bytes()))
+        cached = len(embedder.cache)
+    # what ingest embeds: every distinct observed text (a fact's text gets its statement
+    # appended by `remember`, so the model runs on it inside the timed ingest)
+    distinct = sorted({it.text for s in sessions for it in s if it.kind != "fact"})
+    t = time.perf_counter()
+    embedder.warm(distinct)
+    warm = {"texts": len(distinct), "tokens": tokens(distinct),
+            "seconds": time.perf_counter() - t, "from_cache": cached}
+    if args.embedding_cache is not None:
+        args.embedding_cache.write_bytes(pickle.dumps(embedder.cache))
+    print(f"embedded {len(distinct)} distinct texts ({warm['tokens']} tokens) in "
+          f"{warm['seconds']:.1f} s ({cached} from the cache file)", flush=True)
+    profiler = None
+    if args.profile is not None:
+        import cProfile
+
+        profiler = cProfile.Profile()
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, maintain in (("uncompressed", False), ("maintained", True)):
             print(f"run: {label}", flush=True)
-            results[label] = run(label, sessions, change_day, embedder, Path(tmp) / label,
-                                 maintain)
+            results[label] = run(label, stream, Metered(embedder, tokens), Path(tmp) / label,
+                                 maintain, profiler if maintain else None)
+    if profiler is not None:
+        import pstats
+
+        profiler.dump_stats(str(args.profile))
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    report(args, stream, results, embedder.name, n_items, n_free, warm)
+
+
+def report(
+    args: argparse.Namespace, stream: Stream, results: dict[str, dict[str, Any]],
+    embedder_name: str, n_items: int, n_free: int, warm: dict[str, Any],
+) -> None:
     un, mt = results["uncompressed"], results["maintained"]
     ratio = mt["monthly"][-1]["active"] / un["monthly"][-1]["active"]
+    kept = mt["counts"]["total"] / un["counts"]["total"]
+    disk = mt["monthly"][-1]["bytes"]["total"] / un["monthly"][-1]["bytes"]["total"]
+    disk_closed = mt["bytes_closed"]["total"] / un["bytes_closed"]["total"]
+    emb = mt["embedding"]
+    zero = {"asked": 0, "model_texts": 0, "model_tokens": 0, "model_seconds": 0.0}
+    emb_in, emb_mt = emb.get("ingest", zero), emb.get("maintenance", zero)
+    un_in = un["embedding"].get("ingest", zero)  # the first run embedded the facts' texts
+    ingest_model = warm["seconds"] + un_in["model_seconds"] + emb_in["model_seconds"]
+    ingest_tokens = warm["tokens"] + un_in["model_tokens"] + emb_in["model_tokens"]
+    ingest_store = mt["ingest_seconds"] - emb_in["model_seconds"]
+    un_store = un["ingest_seconds"] - un_in["model_seconds"]
+    maint_store = mt["maintenance_seconds"] - emb_mt["model_seconds"]
+    # model time on both sides: the ratio the target is judged on
+    cost = mt["maintenance_seconds"] / (ingest_store + ingest_model)
+    cost_store = maint_store / ingest_store
+    cost_mixed = mt["maintenance_seconds"] / mt["ingest_seconds"]
+    ue, me = un["eval"], mt["eval"]
     targets = {
         "active_ratio_at_most_0.25": ratio <= 0.25,
-        "planted_recall_not_lower": mt["eval"]["planted_recall_at_5"]
-        >= un["eval"]["planted_recall_at_5"],
-        "stale_rate_zero": mt["eval"]["stale_answer_rate"] == 0.0,
+        "records_kept_at_most_0.50": kept <= 0.50,
+        "bytes_on_disk_at_most_0.60": disk <= 0.60,
+        "maintenance_at_most_2x_ingest": cost <= 2.0,
+        "planted_recall_not_lower": me["planted_recall_at_5"] >= ue["planted_recall_at_5"],
+        "current_value_in_top5_at_least_0.90": me["current_value_in_top5"] >= 0.90,
+        "stale_rate_zero": me["stale_answer_rate"] == 0.0,
     }
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "load_average": os.getloadavg(),
         "python": platform.python_version(),
-        "embedder": embedder.name,
+        "embedder": embedder_name,
         "days": args.days,
         "seed": args.seed,
         "memories_written": n_items,
+        "free_text_mentions": n_free,
         "maintenance": "every 7 days: REM cycle (extractive) + sweep; every 28 days: GC",
     }
-    out = {"meta": meta, "results": results, "active_ratio": ratio, "targets": targets,
-           "change_days": {FACTS[k].predicate: v for k, v in change_day.items()}}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "longitudinal.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
-    plot(results, RESULTS / "longitudinal.png")
-    month = len(un["monthly"])
+    out = {"meta": meta, "results": results, "active_ratio": ratio, "records_kept_ratio": kept,
+           "bytes_ratio": disk, "bytes_ratio_closed": disk_closed,
+           "maintenance_over_ingest": cost, "maintenance_over_ingest_store_work": cost_store,
+           "maintenance_over_ingest_mixed": cost_mixed, "stream_embedding": warm,
+           "targets": targets,
+           "change_days": {FACTS[k].predicate: v for k, v in stream.change_day.items()},
+           "free_change_days": {FREE_FACTS[k].name: v
+                                for k, v in stream.free_change_days.items()}}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "longitudinal.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+    plot(results, args.out / "longitudinal.png")
+    mb = 1e6
+    n_changed = len(me["keyed"]["stale"]) + len(me["free_text"]["stale"])
     lines = [
         "# Longitudinal: a simulated year, with and without maintenance",
         "",
         f"Measured {meta['date']} on {meta['machine']}, Python {meta['python']}, embedder "
         f"{meta['embedder']}, SQLite + embedded Chroma, ManualClock. {args.days} daily "
-        f"sessions, {n_items} memories written (seed {args.seed}). Maintained run: "
-        f"{meta['maintenance']}.",
+        f"sessions, {n_items} memories written (seed {args.seed}), {n_free} of them free-text "
+        f"fact mentions through `observe`. Maintained run: {meta['maintenance']}.",
         "",
-        "![active memories per month](longitudinal.png)",
+        "![active memories, records kept and bytes on disk per month](longitudinal.png)",
         "",
-        "| day | uncompressed active | maintained active | ratio |",
-        "|---:|---:|---:|---:|",
+        "| day | active: uncompressed | maintained | ratio | records: uncompressed | "
+        "maintained | ratio | MB on disk: uncompressed | maintained | ratio |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for i in range(month):
-        a, b = un["monthly"][i]["active"], mt["monthly"][i]["active"]
-        lines.append(f"| {un['monthly'][i]['day']} | {a} | {b} | {b / a:.3f} |")
+    for u, m in zip(un["monthly"], mt["monthly"], strict=True):
+        ub, mb_ = u["bytes"]["total"], m["bytes"]["total"]
+        lines.append(
+            f"| {u['day']} | {u['active']} | {m['active']} | {m['active'] / u['active']:.3f} "
+            f"| {u['total_records']} | {m['total_records']} "
+            f"| {m['total_records'] / u['total_records']:.3f} | {ub / mb:.1f} | {mb_ / mb:.1f} "
+            f"| {mb_ / ub:.3f} |"
+        )
     lines += [
         "",
-        "| at the end | uncompressed | maintained |",
-        "|---|---:|---:|",
-        f"| active nodes | {un['monthly'][-1]['active']} | {mt['monthly'][-1]['active']} |",
-        f"| records kept (any status) | {un['counts']['total']} | {mt['counts']['total']} |",
-        f"| planted-fact recall@5 (10 facts) | {un['eval']['planted_recall_at_5']:.2f} | "
-        f"{mt['eval']['planted_recall_at_5']:.2f} |",
-        f"| stale-answer rate (changed facts) | {un['eval']['stale_answer_rate']:.2f} | "
-        f"{mt['eval']['stale_answer_rate']:.2f} |",
-        f"| current value in top 5 (changed facts) | "
-        f"{un['eval']['current_value_in_top5']:.2f} | {mt['eval']['current_value_in_top5']:.2f} |",
-        f"| run time (s) | {un['seconds']:.0f} | {mt['seconds']:.0f} (maintenance "
-        f"{mt['maintenance_seconds']:.0f}) |",
+        "| at the end | uncompressed | maintained | target | |",
+        "|---|---:|---:|---|---|",
+        f"| active memories | {un['monthly'][-1]['active']} | {mt['monthly'][-1]['active']} "
+        f"({ratio:.1%}) | at most 25% | {_mark(targets['active_ratio_at_most_0.25'])} |",
+        f"| records kept (any status) | {un['counts']['total']} | {mt['counts']['total']} "
+        f"({kept:.1%}) | at most 50% | {_mark(targets['records_kept_at_most_0.50'])} |",
+        f"| bytes on disk (SQLite + WAL + Chroma), MB | "
+        f"{un['monthly'][-1]['bytes']['total'] / mb:.1f} | "
+        f"{mt['monthly'][-1]['bytes']['total'] / mb:.1f} ({disk:.1%}) | at most 60% | "
+        f"{_mark(targets['bytes_on_disk_at_most_0.60'])} |",
+        f"| bytes on disk after close (WAL checkpointed), MB | "
+        f"{un['bytes_closed']['total'] / mb:.1f} | {mt['bytes_closed']['total'] / mb:.1f} "
+        f"({disk_closed:.1%}) | | |",
+        f"| planted-fact recall@5 (10 facts) | {ue['planted_recall_at_5']:.2f} | "
+        f"{me['planted_recall_at_5']:.2f} | not lower | "
+        f"{_mark(targets['planted_recall_not_lower'])} |",
+        f"| current value in top 5, all {n_changed} changed facts | "
+        f"{ue['current_value_in_top5']:.2f} | {me['current_value_in_top5']:.2f} "
+        f"| at least 0.90 | {_mark(targets['current_value_in_top5_at_least_0.90'])} |",
+        f"| ... keyed (`remember`), {len(me['keyed']['stale'])} facts | "
+        f"{ue['keyed_current_in_top5']:.2f} | {me['keyed_current_in_top5']:.2f} | | |",
+        f"| ... free text (`observe`), {len(me['free_text']['stale'])} facts | "
+        f"{ue['free_text_current_in_top5']:.2f} | {me['free_text_current_in_top5']:.2f} | | |",
+        f"| stale-answer rate (changed facts) | {ue['stale_answer_rate']:.2f} | "
+        f"{me['stale_answer_rate']:.2f} | 0 | {_mark(targets['stale_rate_zero'])} |",
+        f"| ingest: store work (s) | {un_store:.0f} | {ingest_store:.0f} | | |",
+        f"| ingest: model time (s; the stream's texts, embedded once) | {ingest_model:.0f} | "
+        f"{ingest_model:.0f} ({ingest_tokens} tokens) | | |",
+        f"| maintenance: store work (s) | | {maint_store:.0f} | | |",
+        f"| maintenance: model time (s; new syntheses) | | {emb_mt['model_seconds']:.0f} "
+        f"({emb_mt['model_tokens']} tokens, {emb_mt['model_texts']} texts) | | |",
+        f"| maintenance / ingest, model time on both sides | | {cost:.2f}x | at most 2x | "
+        f"{_mark(targets['maintenance_at_most_2x_ingest'])} |",
+        f"| maintenance / ingest, store work only | | {cost_store:.2f}x | | |",
+        f"| maintenance / ingest, model time in maintenance only (as measured before) | | "
+        f"{cost_mixed:.2f}x | | |",
         "",
         f"Maintenance over the year: {mt['totals']['syntheses_rem']} REM syntheses from "
         f"{mt['totals']['consolidated']} memories; {mt['totals']['sweep_syntheses']} sweep "
         f"digests archiving {mt['totals']['swept_archived']} memories; GC deleted "
-        f"{mt['totals']['gc_deleted']}; extractive fallbacks {mt['totals']['fallbacks']}.",
+        f"{mt['totals']['gc_deleted']}; extractive fallbacks {mt['totals']['fallbacks']}. "
+        f"Time by step: REM {mt['maintenance_phases']['consolidate']:.0f} s, sweep "
+        f"{mt['maintenance_phases']['sweep']:.0f} s, GC {mt['maintenance_phases']['gc']:.0f} s. "
+        f"Maintenance asked the embedder for {emb_mt['asked']} texts, "
+        f"{emb_mt['asked'] - emb_mt['model_texts']} of them already embedded (served from the "
+        f"benchmark's cache here; a re-embedding a deployment pays the model for).",
+        "",
+        "Changed facts, current value in the top 5 (maintained run): "
+        + ", ".join(f"{n} {'yes' if c else 'no'}" for n, c in zip(
+            me["keyed"]["facts"] + me["free_text"]["facts"],
+            me["keyed"]["current_in_top5"] + me["free_text"]["current_in_top5"], strict=True)),
         "",
         "Targets:",
-        f"- active nodes at month 12 at most 25% of uncompressed: ratio {ratio:.3f} -> "
-        f"{'met' if targets['active_ratio_at_most_0.25'] else 'NOT met'}",
-        f"- planted-fact recall@5 no lower than uncompressed: "
-        f"{'met' if targets['planted_recall_not_lower'] else 'NOT met'}",
-        f"- stale-answer rate 0 (maintained run): "
-        f"{'met' if targets['stale_rate_zero'] else 'NOT met'}",
+        *(f"- {name}: {_mark(ok)}" for name, ok in targets.items()),
+        "",
+        "How maintenance time is compared with ingest: both runs share one embedder that",
+        "embeds each distinct text of the stream once, before the runs, so the timed ingest",
+        "holds only store work; that model time is ingest's and is added back to its side.",
+        "Maintenance pays the model for every new synthesis inside its timed section. The",
+        "target is judged with model time on both sides; the store-work ratio and the mixed",
+        "ratio (model time in maintenance only, what this file reported before) are beside it.",
+        f"Load average at the end of the run: {', '.join(f'{x:.1f}' for x in meta['load_average'])}"
+        " (2 shared cores): absolute seconds are noisy, ratios within the run hold better.",
     ]
-    (RESULTS / "longitudinal.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[-12:]))
-    print(f"saved {RESULTS / 'longitudinal.md'} and longitudinal.png")
+    (args.out / "longitudinal.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[-30:]))
+    print(f"saved {args.out / 'longitudinal.md'} and longitudinal.png")
 
 
 if __name__ == "__main__":
