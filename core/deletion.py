@@ -138,6 +138,11 @@ def _pending(store: RecordStore) -> list[str]:
     return [str(n) for n in names] if isinstance(names, list) else []
 
 
+def _journaled(store: RecordStore, ns: str) -> bool:
+    entry = store.journal_get(ns, FORGET_JOURNAL)
+    return bool(entry and entry.get("ids"))
+
+
 def _journal(store: RecordStore, ns: str, add: Iterable[str], drop: Iterable[str]) -> None:
     """Add and remove ids in the namespace's forget journal; list the namespace as
     pending (before its first id is added) or not (once it holds none)."""
@@ -161,8 +166,10 @@ def forget_cascade(
     if not plan.erase:
         return ForgetReport(requested=plan.requested)
     erase = sorted(plan.erase)
-    _journal(store, namespace, erase, ())
     stored = sorted(store.get_many(namespace, erase))
+    if not stored and not plan.affected and not _journaled(store, namespace):
+        return ForgetReport(requested=plan.requested)  # nothing holds these ids
+    _journal(store, namespace, erase, ())
     deleted = store.delete(namespace, erase)
     deps.vectors.delete(namespace, erase)
     gone = set(plan.erase)
