@@ -547,6 +547,34 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _before(previous: dict[str, Any] | None) -> list[str]:
+    """The earlier result this one replaces, in a few lines (its own stream and code)."""
+    if previous is None:
+        return []
+    meta, res = previous["meta"], previous["results"]
+    un, mt = res["uncompressed"], res["maintained"]
+    # the ingest then: the uncompressed run's whole time, as the earlier report took it
+    ingest = un.get("ingest_seconds", un["seconds"])
+    return [
+        "",
+        f"Before (the result this one replaces: measured {meta['date']}, "
+        f"{meta['memories_written']} memories, seed {meta['seed']}"
+        + ("" if "free_text_mentions" in meta else ", no free-text facts in the stream") + "):",
+        "",
+        "| at the end | uncompressed | maintained |",
+        "|---|---:|---:|",
+        f"| active memories | {un['monthly'][-1]['active']} | {mt['monthly'][-1]['active']} "
+        f"({mt['monthly'][-1]['active'] / un['monthly'][-1]['active']:.1%}) |",
+        f"| records kept | {un['counts']['total']} | {mt['counts']['total']} "
+        f"({mt['counts']['total'] / un['counts']['total']:.1%}) |",
+        f"| current value in top 5 (changed facts) | "
+        f"{un['eval']['current_value_in_top5']:.2f} | {mt['eval']['current_value_in_top5']:.2f} |",
+        f"| maintenance / ingest (model time in maintenance only) | | "
+        f"{mt['maintenance_seconds']:.0f} s / {ingest:.0f} s = "
+        f"{mt['maintenance_seconds'] / ingest:.2f}x |",
+    ]
+
+
 def _mark(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -562,7 +590,18 @@ def main() -> None:
     parser.add_argument("--embedding-cache", type=Path, default=None,
                         help="a pickle of the model's vectors for the stream's texts, read if "
                         "present and written after (saves the model time when iterating)")
+    parser.add_argument("--previous", type=Path, default=None,
+                        help="an earlier longitudinal.json to show as 'before' (default: the "
+                        "one in --out, read before it is replaced)")
+    parser.add_argument("--render", type=Path, default=None,
+                        help="only write md/png/json again from this saved longitudinal.json")
     args = parser.parse_args()
+    prev_path = args.previous or (None if args.render else args.out / "longitudinal.json")
+    previous = (json.loads(prev_path.read_text())
+                if prev_path is not None and prev_path.exists() else None)
+    if args.render is not None:
+        render(json.loads(args.render.read_text()), args.out, previous)
+        return
     from reverie.integrations.embedders import LocalEmbedder
 
     stream = build_stream(args.days, args.seed)
@@ -607,13 +646,30 @@ def main() -> None:
 
         profiler.dump_stats(str(args.profile))
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
-    report(args, stream, results, embedder.name, n_items, n_free, warm)
+    meta = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "load_average": os.getloadavg(),
+        "python": platform.python_version(),
+        "embedder": embedder.name,
+        "days": args.days,
+        "seed": args.seed,
+        "memories_written": n_items,
+        "free_text_mentions": n_free,
+        "maintenance": "every 7 days: REM cycle (extractive) + sweep; every 28 days: GC",
+    }
+    raw = {"meta": meta, "results": results, "stream_embedding": warm,
+           "change_days": {FACTS[k].predicate: v for k, v in stream.change_day.items()},
+           "free_change_days": {FREE_FACTS[k].name: v
+                                for k, v in stream.free_change_days.items()}}
+    render(raw, args.out, previous)
 
 
-def report(
-    args: argparse.Namespace, stream: Stream, results: dict[str, dict[str, Any]],
-    embedder_name: str, n_items: int, n_free: int, warm: dict[str, Any],
-) -> None:
+def render(raw: dict[str, Any], out_dir: Path, previous: dict[str, Any] | None) -> None:
+    """Every ratio and target from a run's raw figures; writes longitudinal.md/.json/.png."""
+    meta, results, warm = raw["meta"], raw["results"], raw["stream_embedding"]
+    days, seed = meta["days"], meta["seed"]
+    n_items, n_free = meta["memories_written"], meta["free_text_mentions"]
     un, mt = results["uncompressed"], results["maintained"]
     ratio = mt["monthly"][-1]["active"] / un["monthly"][-1]["active"]
     kept = mt["counts"]["total"] / un["counts"]["total"]
@@ -642,37 +698,21 @@ def report(
         "current_value_in_top5_at_least_0.90": me["current_value_in_top5"] >= 0.90,
         "stale_rate_zero": me["stale_answer_rate"] == 0.0,
     }
-    meta = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
-        "load_average": os.getloadavg(),
-        "python": platform.python_version(),
-        "embedder": embedder_name,
-        "days": args.days,
-        "seed": args.seed,
-        "memories_written": n_items,
-        "free_text_mentions": n_free,
-        "maintenance": "every 7 days: REM cycle (extractive) + sweep; every 28 days: GC",
-    }
-    out = {"meta": meta, "results": results, "active_ratio": ratio, "records_kept_ratio": kept,
+    out = {**raw, "active_ratio": ratio, "records_kept_ratio": kept,
            "bytes_ratio": disk, "bytes_ratio_closed": disk_closed,
            "maintenance_over_ingest": cost, "maintenance_over_ingest_store_work": cost_store,
-           "maintenance_over_ingest_mixed": cost_mixed, "stream_embedding": warm,
-           "targets": targets,
-           "change_days": {FACTS[k].predicate: v for k, v in stream.change_day.items()},
-           "free_change_days": {FREE_FACTS[k].name: v
-                                for k, v in stream.free_change_days.items()}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "longitudinal.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
-    plot(results, args.out / "longitudinal.png")
+           "maintenance_over_ingest_mixed": cost_mixed, "targets": targets}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "longitudinal.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+    plot(results, out_dir / "longitudinal.png")
     mb = 1e6
     n_changed = len(me["keyed"]["stale"]) + len(me["free_text"]["stale"])
     lines = [
         "# Longitudinal: a simulated year, with and without maintenance",
         "",
         f"Measured {meta['date']} on {meta['machine']}, Python {meta['python']}, embedder "
-        f"{meta['embedder']}, SQLite + embedded Chroma, ManualClock. {args.days} daily "
-        f"sessions, {n_items} memories written (seed {args.seed}), {n_free} of them free-text "
+        f"{meta['embedder']}, SQLite + embedded Chroma, ManualClock. {days} daily "
+        f"sessions, {n_items} memories written (seed {seed}), {n_free} of them free-text "
         f"fact mentions through `observe`. Maintained run: {meta['maintenance']}.",
         "",
         "![active memories, records kept and bytes on disk per month](longitudinal.png)",
@@ -745,6 +785,7 @@ def report(
         "",
         "Targets:",
         *(f"- {name}: {_mark(ok)}" for name, ok in targets.items()),
+        *_before(previous),
         "",
         "How maintenance time is compared with ingest: both runs share one embedder that",
         "embeds each distinct text of the stream once, before the runs, so the timed ingest",
@@ -755,9 +796,9 @@ def report(
         f"Load average at the end of the run: {', '.join(f'{x:.1f}' for x in meta['load_average'])}"
         " (2 shared cores): absolute seconds are noisy, ratios within the run hold better.",
     ]
-    (args.out / "longitudinal.md").write_text("\n".join(lines) + "\n")
+    (out_dir / "longitudinal.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-30:]))
-    print(f"saved {args.out / 'longitudinal.md'} and longitudinal.png")
+    print(f"saved {out_dir / 'longitudinal.md'} and longitudinal.png")
 
 
 if __name__ == "__main__":
