@@ -39,14 +39,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from reverie.core.errors import InvalidInput, InvalidNamespace, MissingExtra
 
 try:
     from langgraph.store.base import (
+        NOT_PROVIDED,
         BaseStore,
         GetOp,
+        InvalidNamespaceError,
         Item,
         ListNamespacesOp,
         MatchCondition,
@@ -60,10 +62,28 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.langgraph.store", "langgraph") from e
 
+from reverie.adapters.arguments import check_bool, check_engine
 from reverie.core.engine import MemoryEngine
-from reverie.core.models import Kind, Memory, Status, parse_kind
+from reverie.core.models import Kind, Memory, Status, parse_kind, validate_namespace
 
-__all__ = ["ItemVersion", "ReverieStore", "decode_namespace", "encode_namespace"]
+__all__ = [
+    "ItemVersion",
+    "ReverieStore",
+    "StoreNamespaceError",
+    "TTLNotSupported",
+    "decode_namespace",
+    "encode_namespace",
+]
+
+
+class StoreNamespaceError(InvalidNamespace, InvalidNamespaceError):
+    """A namespace tuple LangGraph or reverie refuses: catchable as reverie's
+    `InvalidNamespace` and as LangGraph's `InvalidNamespaceError` alike."""
+
+
+class TTLNotSupported(InvalidInput, NotImplementedError):
+    """ReverieStore forgets by decay, not by TTL: a put or search with `ttl` is refused
+    (also a `NotImplementedError`, as LangGraph's stores without TTL raise)."""
 
 ROOT = "lg"
 MAX_NAMESPACE_CHARS = 128  # the longest reverie namespace (`validate_namespace`)
@@ -77,7 +97,9 @@ def encode_namespace(namespace: Sequence[str], root: str = ROOT) -> str:
     parts = [root]
     for label in namespace:
         if not isinstance(label, str) or not label:
-            raise InvalidInput(f"namespace labels must be non-empty strings, got {label!r}")
+            raise StoreNamespaceError(
+                f"namespace labels must be non-empty strings, got {label!r}"
+            )
         parts.append(
             "".join(
                 ch if _PLAIN.fullmatch(ch) else "".join(f"={b:02X}" for b in ch.encode())
@@ -86,7 +108,7 @@ def encode_namespace(namespace: Sequence[str], root: str = ROOT) -> str:
         )
     name = "/".join(parts)
     if len(name) > MAX_NAMESPACE_CHARS:
-        raise InvalidNamespace(
+        raise StoreNamespaceError(
             f"namespace {tuple(namespace)!r} encodes to {len(name)} characters "
             f"({name[:40]}...), over reverie's limit of {MAX_NAMESPACE_CHARS}: use fewer or "
             "shorter labels (letters, digits, '_' and '-' take one character each, any "
@@ -159,12 +181,16 @@ class ReverieStore(BaseStore):
         root: str = ROOT,
         reinforce: bool = True,
     ) -> None:
-        self.engine = engine
-        self.kind = parse_kind(kind)
+        self.engine = check_engine(engine, "ReverieStore")
+        self.kind = parse_kind(kind.value if isinstance(kind, Kind) else kind)
         if self.kind is Kind.EPISODIC:
             raise InvalidInput("store items are facts: use kind 'semantic' or 'procedural'")
-        self.root = root
-        self.reinforce = reinforce
+        if not isinstance(root, str) or "/" in root:
+            raise InvalidNamespace(f"root must be one namespace label, got {root!r}")
+        self.root = validate_namespace(root)
+        self.reinforce = check_bool("reinforce", reinforce)
+        if index is not None and not isinstance(index, Mapping):
+            raise InvalidInput(f"index must be a dict like {{'fields': ['text']}}, got {index!r}")
         index = dict(index or {})
         if index.get("embed") is not None:
             raise InvalidInput(
@@ -178,7 +204,7 @@ class ReverieStore(BaseStore):
                 f"index dims {dims} differ from the engine's embedder "
                 f"({engine.embedder.name}, {engine.embedder.dimension} dimensions)"
             )
-        self.fields: list[str] = list(index.get("fields") or ["$"])
+        self.fields: list[str] = _index_fields(index.get("fields") or ["$"], "index['fields']")
         self._ns_cache: dict[tuple[str, ...], str] = {}
 
     # ------------------------------------------------------------------ mapping
@@ -219,6 +245,8 @@ class ReverieStore(BaseStore):
     def history(self, namespace: tuple[str, ...], key: str) -> list[ItemVersion]:
         """Every value the item has had, oldest first (an update supersedes, it does not
         overwrite); [] for an item never put or deleted (deletion removes every version)."""
+        _check_namespace(namespace)
+        _check_key(key)
         return [
             ItemVersion(
                 namespace=tuple(namespace), key=m.metadata[_META]["key"],
@@ -236,6 +264,8 @@ class ReverieStore(BaseStore):
     # ------------------------------------------------------------------ ops
 
     def _get(self, op: GetOp) -> Item | None:
+        _check_namespace(op.namespace)
+        _check_key(op.key)
         versions = self._versions(op.namespace, op.key)
         active = [v for v in versions if v.status is Status.ACTIVE and _META in v.metadata]
         if not active:
@@ -243,6 +273,10 @@ class ReverieStore(BaseStore):
         return self._item(op.namespace, active[-1])
 
     def _put(self, op: PutOp) -> None:
+        _check_namespace(op.namespace, writing=True)
+        _check_key(op.key)
+        if op.index is not None and op.index is not False:
+            _index_fields(op.index, "index")
         if op.value is None:
             ids = [m.id for m in self._versions(op.namespace, op.key)]
             if ids:
@@ -251,6 +285,10 @@ class ReverieStore(BaseStore):
         if not isinstance(op.value, Mapping):
             raise InvalidInput(f"a store value must be a dict, got {type(op.value).__name__}")
         value = dict(op.value)
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as e:
+            raise InvalidInput(f"a store value must be JSON-serializable: {e}") from e
         text, indexed = self._text(value, op.index)
         limit = self.engine.policy.funnel.max_text_chars
         text = text[:limit]  # the value itself is kept whole in the metadata
@@ -287,8 +325,13 @@ class ReverieStore(BaseStore):
         return found
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        if op.limit < 0 or op.offset < 0:
-            raise InvalidInput("search limit and offset must be >= 0")
+        _check_namespace(op.namespace_prefix, prefix=True)
+        _check_count("limit", op.limit)
+        _check_count("offset", op.offset)
+        if op.query is not None and not isinstance(op.query, str):
+            raise InvalidInput(f"query must be a string or None, got {op.query!r}")
+        if op.filter is not None and not isinstance(op.filter, Mapping):
+            raise InvalidInput(f"filter must be a dict or None, got {op.filter!r}")
         if not op.query:
             rows = self._listing(op)
             rows.sort(key=lambda r: (r[0].updated_at or r[0].created_at, r[0].id), reverse=True)
@@ -331,6 +374,15 @@ class ReverieStore(BaseStore):
         return out
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        _check_count("limit", op.limit)
+        _check_count("offset", op.offset)
+        if op.max_depth is not None and (
+            isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int)
+            or op.max_depth < 1
+        ):
+            raise InvalidInput(
+                f"max_depth must be a positive integer or None, got {op.max_depth!r}"
+            )
         spaces = [ns for ns, _ in self._namespaces(())]
         if op.match_conditions:
             spaces = [
@@ -352,6 +404,35 @@ class ReverieStore(BaseStore):
         raise InvalidInput(f"unknown store operation {type(op).__name__}")
 
     # ------------------------------------------------------------------ BaseStore
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | Any | None = NOT_PROVIDED,
+    ) -> None:
+        """LangGraph's `put`, with reverie's typed errors for a bad namespace, key, value
+        or index (namespace errors are also LangGraph's `InvalidNamespaceError`)."""
+        _check_ttl(ttl)
+        _check_namespace(namespace, writing=True)
+        super().put(namespace, key, value, index)
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | Any | None = NOT_PROVIDED,
+    ) -> None:
+        """`put` off the event loop, with the same checks."""
+        _check_ttl(ttl)
+        _check_namespace(namespace, writing=True)
+        await super().aput(namespace, key, value, index)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Reads see the store as it was before the batch (as LangGraph's stores do);
@@ -381,6 +462,63 @@ class ReverieStore(BaseStore):
         for op in _last_puts(ops):
             await asyncio.to_thread(self._put, op)
         return results
+
+
+def _check_namespace(
+    namespace: Any, *, writing: bool = False, prefix: bool = False
+) -> tuple[str, ...]:
+    """LangGraph's rules for a namespace tuple (its stores refuse the same), raised as
+    `StoreNamespaceError`: a tuple of non-empty strings; to write, at least one label,
+    none with a '.', the first not 'langgraph'."""
+    if not isinstance(namespace, tuple):
+        raise StoreNamespaceError(
+            f"a namespace is a tuple of strings, like ('users', 'alice'), got {namespace!r}"
+        )
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            raise StoreNamespaceError(
+                f"namespace labels must be non-empty strings, got {label!r} in {namespace!r}"
+            )
+    if writing:
+        if not namespace:
+            raise StoreNamespaceError("a namespace to write in cannot be empty")
+        if any("." in label for label in namespace):
+            raise StoreNamespaceError(
+                f"namespace labels cannot contain periods ('.'), got {namespace!r}"
+            )
+        if namespace[0] == "langgraph":
+            raise StoreNamespaceError(f"the root label 'langgraph' is reserved: {namespace!r}")
+    elif not prefix and not namespace:
+        raise StoreNamespaceError("a namespace cannot be empty")
+    return namespace
+
+
+def _check_key(key: Any) -> str:
+    if not isinstance(key, str) or not key:
+        raise InvalidInput(f"a store key must be a non-empty string, got {key!r}")
+    return key
+
+
+def _check_count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{name} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _check_ttl(ttl: Any) -> None:
+    if ttl is not NOT_PROVIDED and ttl is not None:
+        raise TTLNotSupported(
+            "ReverieStore has no TTL: reverie forgets by decay instead. Drop ttl (or pass "
+            "None), or use a store with TTL support"
+        )
+
+
+def _index_fields(fields: Any, name: str) -> list[str]:
+    if isinstance(fields, str) or not isinstance(fields, Sequence) or not all(
+        isinstance(f, str) and f for f in fields
+    ):
+        raise InvalidInput(f"{name} must be a list of field paths like ['text'], got {fields!r}")
+    return list(fields)
 
 
 def _last_puts(ops: Sequence[Op]) -> list[PutOp]:
