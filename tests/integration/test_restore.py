@@ -112,6 +112,10 @@ def test_restore_brings_back_the_older_version_and_keeps_why(engine: MemoryEngin
         (old, Status.ACTIVE), (new, Status.SUPERSEDED),
     ]
     assert [m.id for m in engine.history(memory_id=new, namespace=ns)] == [old, new]
+    # BM25 covers current texts only: the restored one is back in, the displaced one out
+    engine.flush()
+    lexical = [h.id for h in engine.lexical.search(ns, "gym membership month", 5)]
+    assert old in lexical and new not in lexical
     # recall answers with the restored value, and says why it is current
     hits = engine.recall(QUESTION, namespace=ns, k=3, reinforce=False)
     assert [h.id for h in hits] == [old]
