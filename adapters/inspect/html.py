@@ -277,7 +277,7 @@ def timeline_svg(
     label_every = max(1, math.ceil((longest * 6 + 10) / bar))  # ~6 px a character at 10 px
     for i, (label, counts) in enumerate(buckets):
         x = left + i * bar
-        y = top + plot_h
+        y = float(top + plot_h)
         for status, color in STATUS_COLOR.items():
             n = counts.get(status, 0)
             if not n:

@@ -45,7 +45,8 @@ class InspectorServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}/"
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{name}:{port}/"
 
 
 class _Handler(BaseHTTPRequestHandler):
