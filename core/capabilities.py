@@ -13,12 +13,14 @@ tier's vector outbox) has exactly the features of what it wraps.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, cast
 
 from .models import Memory
 from .ports import (
+    BatchesWrites,
     ErasesResidue,
     FindsNeighbors,
     HandsOutVectors,
@@ -58,6 +60,7 @@ Pending = Callable[[str], int]
 EraseResidue = Callable[[bool], Mapping[str, object]]
 PurgeLog = Callable[[str, Sequence[str]], int]
 LastWrite = Callable[[str], datetime | None]
+Together = Callable[[], AbstractContextManager[None]]
 NewestActive = Callable[[str, int], list[Memory]]
 
 
@@ -80,6 +83,7 @@ class Capabilities:
     purge_log: PurgeLog | None = None  # PurgesLog (index)
     last_write: LastWrite | None = None  # KnowsRecentWrites (store)
     newest_active: NewestActive | None = None  # KnowsRecentWrites (store)
+    together: Together | None = None  # BatchesWrites (store)
 
 
 def _has(obj: object, name: str) -> bool:
@@ -145,6 +149,9 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
 
     recent = _has(store, "last_write") and _has(store, "newest_active")
 
+    def together() -> AbstractContextManager[None]:
+        return cast(BatchesWrites, store).together()
+
     return Capabilities(
         store_remote=bool(getattr(store, "remote", False)),
         index_remote=bool(getattr(vectors, "remote", False)),
@@ -161,4 +168,5 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
         purge_log=purge_log if _has(vectors, "purge_log") else None,
         last_write=last_write if recent else None,
         newest_active=newest_active if recent else None,
+        together=together if _has(store, "together") else None,
     )

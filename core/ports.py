@@ -321,6 +321,14 @@ class KnowsCreatedTimes(Protocol):
 
 
 @runtime_checkable
+class BatchesWrites(Protocol):
+    """Writes grouped in one transaction, each still atomic on its own (a savepoint), reads
+    seeing the writes before them: bulk ingest commits a chunk once (SQLiteStore)."""
+
+    def together(self) -> AbstractContextManager[None]: ...
+
+
+@runtime_checkable
 class KnowsRecentWrites(Protocol):
     """When the namespace was last written, and its newest active memories, without a
     scan: what `maintenance_due()` needs (the idle and near-duplicate triggers)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -119,22 +120,25 @@ class WritePath:
             vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
             pending: list[tuple[Memory, Vector]] = []
             restatus: list[Memory] = []
-            for p in chunk:
-                vec = vecs.get(id(p))
-                existing = ctx.store.find_by_hash(ns, p.digest) if vec is None else None
-                if existing is not None:
-                    out.append(self._fold(ns, existing.id, p.source, p.when))
-                else:
-                    if vec is None:  # its twin was forgotten since the chunk began
-                        vec = ctx.embed([p.memory.text])[0]
-                    stored, superseded, created = self._write_trace(ns, p, vec)
-                    out.append(stored)
-                    if created:
-                        pending.append((stored, vec))
-                    if superseded is not None:
-                        restatus.append(superseded)
-                if progress is not None:
-                    progress(1)
+            # a store that can commits the chunk's writes once (`BatchesWrites`), each
+            # write still atomic; the vectors are queued after it, outside
+            with ctx.caps.together() if ctx.caps.together is not None else nullcontext():
+                for p in chunk:
+                    vec = vecs.get(id(p))
+                    existing = ctx.store.find_by_hash(ns, p.digest) if vec is None else None
+                    if existing is not None:
+                        out.append(self._fold(ns, existing.id, p.source, p.when))
+                    else:
+                        if vec is None:  # its twin was forgotten since the chunk began
+                            vec = ctx.embed([p.memory.text])[0]
+                        stored, superseded, created = self._write_trace(ns, p, vec)
+                        out.append(stored)
+                        if created:
+                            pending.append((stored, vec))
+                        if superseded is not None:
+                            restatus.append(superseded)
+                    if progress is not None:
+                        progress(1)
             vector_sync.index(ctx, ns, pending, restatus, behind=True)
         return out
 

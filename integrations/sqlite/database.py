@@ -79,6 +79,7 @@ class Database:
         self._path = Path(os.fspath(path))
         self.lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._together = False  # inside `together()`: writes are savepoints of one transaction
         if not self._memory:
             self._check_file()
             self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,10 +221,27 @@ class Database:
         return translated
 
     @contextmanager
+    def together(self) -> Iterator[None]:
+        """Every write of the body in one IMMEDIATE transaction, each still all-or-nothing
+        as a savepoint of it (a failed write rolls back alone); reads see the writes before
+        them. A burst of small writes then costs one commit. Other threads and processes
+        wait for the whole body, so keep it short (a bulk ingest's chunk)."""
+        with self.write():
+            self._together = True
+            try:
+                yield
+            finally:
+                self._together = False
+
+    @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: all of the body or none of it."""
+        """One IMMEDIATE transaction: all of the body or none of it (inside `together`, a
+        savepoint of its transaction)."""
         with self.lock:
             conn = self.connection()
+            if self._together and conn.in_transaction:
+                yield from self._savepoint(conn)
+                return
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as e:
@@ -238,11 +256,27 @@ class Database:
                     raise self._translate(exc) from None
                 raise
 
+    def _savepoint(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        conn.execute("SAVEPOINT reverie_write")
+        try:
+            yield conn
+            conn.execute("RELEASE reverie_write")
+        except BaseException as exc:
+            conn.execute("ROLLBACK TO reverie_write")
+            conn.execute("RELEASE reverie_write")
+            if isinstance(exc, sqlite3.Error):
+                raise self._translate(exc) from None
+            raise
+
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """A read snapshot, so multi-statement reads (count, get_many) agree with themselves."""
+        """A read snapshot, so multi-statement reads (count, get_many) agree with themselves
+        (inside `together`, the open transaction: it sees the writes before it)."""
         with self.lock:
             conn = self.connection()
+            if self._together and conn.in_transaction:
+                yield conn
+                return
             try:
                 conn.execute("BEGIN")
                 try:

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import sys
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,17 +68,48 @@ class FullText:
     """The postings and per-namespace statistics of one store.
 
     Its methods that take a connection run inside the store's transaction; `begin` must be
-    called at the start of every write transaction and `flush` just before its commit."""
+    called at the start of every write (transaction or savepoint), then `end` just before it
+    commits, or `abort` when it rolls back."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._pending: dict[tuple[int, str], _Pending] = {}
         self._stats: dict[int, list[int]] = {}  # num -> [documents delta, length delta]
+        # the changes of enclosing writes while a savepoint's own are gathered (see
+        # `Database.together`): merged into them when it is released, dropped if not
+        self._outer: list[tuple[dict[tuple[int, str], _Pending], dict[int, list[int]]]] = []
 
     def begin(self) -> None:
-        """A write transaction starts: nothing is pending."""
-        self._pending.clear()
-        self._stats.clear()
+        """A write transaction (or a savepoint inside one) starts: its changes gather
+        apart from any enclosing write's."""
+        self._outer.append((self._pending, self._stats))
+        self._pending, self._stats = {}, {}
+
+    def abort(self) -> None:
+        """The write rolled back: its changes are forgotten, the enclosing write's kept."""
+        self._pending, self._stats = self._outer.pop()
+
+    def end(self, conn: sqlite3.Connection) -> None:
+        """The write is about to commit: the outermost applies every gathered change, a
+        savepoint hands its changes to the write around it."""
+        if len(self._outer) > 1:
+            inner, inner_stats = self._pending, self._stats
+            self._pending, self._stats = self._outer.pop()
+            for key, p in inner.items():
+                q = self._pending.setdefault(key, _Pending())
+                for seq in p.drops:  # later than every change gathered so far
+                    q.adds.pop(seq, None)
+                    q.drops.add(seq)
+                q.adds.update(p.adds)
+            for num, (docs, length) in inner_stats.items():
+                st = self._stats.setdefault(num, [0, 0])
+                st[0] += docs
+                st[1] += length
+            return
+        try:
+            self.flush(conn)
+        finally:
+            self._pending, self._stats = self._outer.pop()
 
     # --- namespace numbers ----------------------------------------------------------------
 
@@ -183,7 +217,7 @@ class FullText:
                     "WHERE num = ?",
                     (docs, length, num),
                 )
-        self.begin()
+        self._pending, self._stats = {}, {}
 
     # --- search ---------------------------------------------------------------------------
 
@@ -192,6 +226,8 @@ class FullText:
     ) -> list[tuple[str, float]]:
         """(memory id, BM25 score) of the best `k` active texts for `terms`, best first;
         ties by record seq (insertion order), as every tier breaks them."""
+        if self._outer and (self._pending or self._stats):
+            self.flush(conn)  # a search inside `together` sees the writes before it
         row = conn.execute(
             "SELECT num, docs, doc_terms FROM namespace_ids WHERE name = ?", (ns,)
         ).fetchone()
@@ -232,10 +268,12 @@ def _apply(
     keys = drops | adds.keys()
     lo, hi = min(keys), max(keys)
     head = conn.execute(
-        "SELECT first_seq, last_seq, n FROM lexical_postings WHERE num = ? AND term = ? "
-        "AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
+        "SELECT first_seq, last_seq, n, id, seqs, tfs, lens FROM lexical_postings "
+        "WHERE num = ? AND term = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
         (num, term, lo),
     ).fetchone()
+    if not drops and (head is None or head[1] < lo):
+        return _append(conn, num, term, head, sorted(adds.items()))
     start = lo
     if head is not None and not (head[1] < lo and head[2] >= BLOCK):
         start = int(head[0])  # the block that may hold `lo`, or a last block with room
@@ -273,6 +311,46 @@ def _apply(
         blocks,
     )
     return len(seqs) - before, len(blocks) - len(rows)
+
+
+def _append(
+    conn: sqlite3.Connection, num: int, term: str, head: tuple[Any, ...] | None,
+    new: list[tuple[int, tuple[int, int]]],
+) -> tuple[int, int]:
+    """The common write: documents newer than every posting of the term. The last block
+    takes what fits (its arrays extended as bytes), new blocks take the rest."""
+    at = 0
+    if head is not None and head[2] < BLOCK:
+        at = min(BLOCK - int(head[2]), len(new))
+        part = new[:at]
+        conn.execute(
+            "UPDATE lexical_postings SET last_seq = ?, n = ?, seqs = ?, tfs = ?, lens = ? "
+            "WHERE id = ?",
+            (part[-1][0], int(head[2]) + at,
+             head[4] + _pack("q", (s for s, _ in part)),
+             head[5] + _pack("i", (v[0] for _, v in part)),
+             head[6] + _pack("i", (v[1] for _, v in part)), head[3]),
+        )
+    rest = new[at:]
+    blocks = [rest[i : i + BLOCK] for i in range(0, len(rest), BLOCK)]
+    conn.executemany(
+        "INSERT INTO lexical_postings (num, term, first_seq, last_seq, n, seqs, tfs, lens) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (num, term, b[0][0], b[-1][0], len(b), _pack("q", (s for s, _ in b)),
+             _pack("i", (v[0] for _, v in b)), _pack("i", (v[1] for _, v in b)))
+            for b in blocks
+        ],
+    )
+    return len(new), len(blocks)
+
+
+def _pack(code: str, values: Iterable[int]) -> bytes:
+    """Little-endian int64 ("q") or int32 ("i") array bytes, as the blocks store them."""
+    arr = array(code, values)
+    if sys.byteorder != "little":
+        arr.byteswap()
+    return arr.tobytes()
 
 
 # --------------------------------------------------------------------------- BM25

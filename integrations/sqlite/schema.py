@@ -282,7 +282,7 @@ def _migrate_to_6(conn: sqlite3.Connection) -> None:
         text.begin()
         for seq, num, body in rows:
             text.index(int(num), int(seq), str(body))
-        text.flush(conn)
+        text.end(conn)
         after = int(rows[-1][0])
     conn.execute("DROP TABLE memory_fts")
     conn.execute("DROP TABLE lexical_changes")

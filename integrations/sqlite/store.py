@@ -80,8 +80,32 @@ class SQLiteStore:
         commit, each touched block of postings rewritten once."""
         with self._db.write() as conn:
             self._text.begin()
-            yield conn
-            self._text.flush(conn)
+            try:
+                yield conn
+            except BaseException:
+                self._text.abort()
+                raise
+            self._text.end(conn)
+
+    def together(self) -> AbstractContextManager[None]:
+        """Every write of the body in one transaction, each write still all-or-nothing on
+        its own (a savepoint); reads in the body see the writes before them. The engine's
+        bulk ingest writes a chunk this way: one commit, and each block of postings
+        rewritten once, instead of per memory (`BatchesWrites`). When the body raises, the
+        writes that completed before it are committed (as they would have been one by
+        one) and the error is raised. Other writers wait for the whole body."""
+        return self._together()
+
+    @contextmanager
+    def _together(self) -> Iterator[None]:
+        failed: BaseException | None = None
+        with self._db.together(), self._write():
+            try:
+                yield
+            except BaseException as e:  # the completed writes still commit
+                failed = e
+        if failed is not None:
+            raise failed
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         return self._db.read()
