@@ -1,7 +1,7 @@
 """A process that forgets a large set of memories and is killed part way (SIGKILL) by
 tests/integration/test_forget_crash.py.
 
-Usage: python -m tests.integration.forget_worker HOME IDS_FILE MODE
+Usage: python -m tests.integration.forget_worker HOME IDS_FILE MODE [REDIS_URL PREFIX]
 
 MODE `records-gone`: the vector index blocks on its first delete, after the records were
 deleted (the kill then lands between the two halves); `half-vectors`: the index deletes
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from reverie.integrations import open_engine
 from reverie.integrations.chroma.index import ChromaIndex
+from reverie.integrations.redis.store import RedisStore
 from tests.fakes import BagOfWordsEmbedder
 
 NAMESPACE = "crash"
@@ -35,10 +36,11 @@ class BlockingIndex(ChromaIndex):
         super().delete(namespace, ids)
 
 
-def main(home: str, ids_file: str, mode: str) -> None:
+def main(home: str, ids_file: str, mode: str, url: str = "", prefix: str = "") -> None:
     vectors = BlockingIndex.embedded(Path(home) / "vectors")
     vectors.mode = mode
-    engine = open_engine(home, vectors=vectors, embedder=BagOfWordsEmbedder(),
+    store = RedisStore.from_url(url, prefix=prefix) if url else None
+    engine = open_engine(home, store=store, vectors=vectors, embedder=BagOfWordsEmbedder(),
                          namespace=NAMESPACE)
     ids = Path(ids_file).read_text().split()
     print("forgetting", flush=True)
@@ -48,4 +50,4 @@ def main(home: str, ids_file: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:6])

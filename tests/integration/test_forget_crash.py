@@ -1,5 +1,5 @@
-"""A forget killed part way (SIGKILL) is finished by the next open: a real SQLite file and
-embedded Chroma, 3,000 memories forgotten at once by a subprocess
+"""A forget killed part way (SIGKILL) is finished by the next open: a real SQLite file or an
+AOF-persisted redis-server, with embedded Chroma, 3,000 memories forgotten at once by a subprocess
 (tests/integration/forget_worker.py) that is killed after the records were deleted and
 before the vectors were (the state that used to leave every forgotten vector in the
 index, unflagged), half way through the vectors, and at a moment the test picks while
@@ -17,6 +17,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,8 +26,10 @@ import pytest
 from reverie.core.erasure import FORGET_JOURNAL
 from reverie.integrations import open_engine
 from reverie.integrations.chroma.index import ChromaIndex
+from reverie.integrations.redis.store import RedisStore
 from tests.fakes import BagOfWordsEmbedder
 from tests.integration.forget_worker import NAMESPACE
+from tests.servers import start_redis
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,24 +38,55 @@ KEPT = 5
 
 
 @pytest.fixture(scope="module")
+def aof_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server of this module alone, AOF on with fsync always."""
+    server, url = start_redis(tmp_path_factory.mktemp("forget-crash-redis"), appendonly=True)
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], list[str]]:
-    """A store with 3,000 memories to forget and 5 to keep, and their ids."""
+    """A SQLite store with 3,000 memories to forget and 5 to keep, and their ids."""
     home = tmp_path_factory.mktemp("forget-crash") / "home"
-    with open_engine(home, embedder=BagOfWordsEmbedder(), namespace=NAMESPACE) as engine:
+    return (home, *_fill(home, None))
+
+
+def _fill(home: Path, store: RedisStore | None) -> tuple[list[str], list[str]]:
+    with open_engine(home, store=store, embedder=BagOfWordsEmbedder(),
+                     namespace=NAMESPACE) as engine:
         doomed = engine.observe_many(
             [f"private note number {i} about account {i * 7919}" for i in range(FORGOTTEN)]
         )
         kept = engine.observe_many([f"kept memory {i} about the garden" for i in range(KEPT)])
         engine.flush()
         assert engine.vectors.count(NAMESPACE) == FORGOTTEN + KEPT
-    return home, [m.id for m in doomed], [m.id for m in kept]
+    return [m.id for m in doomed], [m.id for m in kept]
 
 
-def _records(home: Path) -> int:
-    with sqlite3.connect(home / "memory.db", timeout=30) as db:
-        return int(db.execute(
-            "SELECT count(*) FROM memories WHERE namespace = ?", (NAMESPACE,)
-        ).fetchone()[0])
+class Tier:
+    """Where the records live: the copied SQLite file, or a Redis prefix of the test's own."""
+
+    def __init__(self, home: Path, url: str | None) -> None:
+        self.home, self.url = home, url
+        self.prefix = f"t{uuid.uuid4().hex[:8]}"
+
+    def store(self) -> RedisStore | None:
+        return None if self.url is None else RedisStore.from_url(self.url, prefix=self.prefix)
+
+    def records(self) -> int:
+        if self.url is None:
+            with sqlite3.connect(self.home / "memory.db", timeout=30) as db:
+                return int(db.execute(
+                    "SELECT count(*) FROM memories WHERE namespace = ?", (NAMESPACE,)
+                ).fetchone()[0])
+        with RedisStore.from_url(self.url, prefix=self.prefix) as store:
+            return store.count(NAMESPACE).get("total", 0)
+
+    def argv(self) -> list[str]:
+        return [] if self.url is None else [self.url, self.prefix]
 
 
 def _wait_for(proc: subprocess.Popen[str], line: str, timeout: float = 300.0) -> None:
@@ -75,29 +110,36 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     assert proc.wait(timeout=60) == -signal.SIGKILL
 
 
-def _start(home: Path, ids_file: Path, mode: str) -> subprocess.Popen[str]:
+def _start(tier: Tier, ids_file: Path, mode: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.forget_worker", str(home), str(ids_file), mode],
+        [sys.executable, "-m", "tests.integration.forget_worker", str(tier.home),
+         str(ids_file), mode, *tier.argv()],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
 
 
+@pytest.mark.parametrize("tier_name", ["sqlite", "redis"])
 @pytest.mark.parametrize("mode", ["records-gone", "half-vectors", "free"])
 def test_a_forget_killed_part_way_is_finished_by_the_next_open(
-    pristine: tuple[Path, list[str], list[str]], tmp_path: Path, mode: str
+    request: pytest.FixtureRequest, tmp_path: Path, mode: str, tier_name: str
 ) -> None:
-    source, doomed, kept = pristine
     home = tmp_path / "home"
-    shutil.copytree(source, home)
+    if tier_name == "sqlite":
+        source, doomed, kept = request.getfixturevalue("pristine")
+        shutil.copytree(source, home)
+        tier = Tier(home, None)
+    else:
+        tier = Tier(home, request.getfixturevalue("aof_redis"))
+        doomed, kept = _fill(home, tier.store())
     ids_file = tmp_path / "ids.txt"
     ids_file.write_text("\n".join(doomed))
 
-    proc = _start(home, ids_file, mode)
+    proc = _start(tier, ids_file, mode)
     try:
         if mode == "free":
             _wait_for(proc, "forgetting")
             deadline = time.monotonic() + 300
-            while _records(home) > KEPT:  # kill as soon as the records are gone
+            while tier.records() > KEPT:  # kill as soon as the records are gone
                 assert time.monotonic() < deadline, "the forget never deleted the records"
                 time.sleep(0.001)
         else:
@@ -105,14 +147,15 @@ def test_a_forget_killed_part_way_is_finished_by_the_next_open(
     finally:
         _kill(proc)
 
-    assert _records(home) == KEPT
+    assert tier.records() == KEPT
     if mode != "free":  # the kill left the forgotten vectors behind
         left = ChromaIndex.embedded(home / "vectors")
         behind = len(left.ids(NAMESPACE) - set(kept))
         left.close()
         assert behind == (FORGOTTEN if mode == "records-gone" else FORGOTTEN // 2)
 
-    with open_engine(home, embedder=BagOfWordsEmbedder(), namespace=NAMESPACE) as engine:
+    with open_engine(home, store=tier.store(), embedder=BagOfWordsEmbedder(),
+                     namespace=NAMESPACE) as engine:
         assert {m.id for m in engine.memories()} == set(kept)
         assert engine.vectors.ids(NAMESPACE) == set(kept)
         assert engine.store.journal_get(NAMESPACE, FORGET_JOURNAL) == {"ids": []}
