@@ -380,7 +380,7 @@ def test_hostile_calls_succeed_or_raise_typed_errors(
             assert_valid(m)
     json.dumps(list(engine.export()), ensure_ascii=False, allow_nan=False)
     if tier == "sqlite":
-        path = Path(engine.store.path)  # type: ignore[attr-defined]
+        path = Path(engine.store.path)
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     print(f"{tier}: {HostileCaller.calls} calls, {HostileCaller.hostile_calls} with a hostile "
