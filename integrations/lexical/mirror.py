@@ -1,15 +1,11 @@
-"""An in-process copy of one namespace's lexical index, scored with numpy.
+"""An in-process copy of one namespace's lexical index, scored with numpy: what the Redis
+tier's workers keep (`redis.lexical_mirror`) so a search asks Redis only what changed.
 
-Why it exists: FTS5's `bm25()` must score every row that matches any query word before
-`ORDER BY ... LIMIT` can cut, and it pools document count and average length over every
-namespace in the file, so one tenant's writes move another tenant's scores. A mirror per
-namespace, kept in step with the file through a change log (see `sqlite.lexical`),
-scores the same postings far faster, and with the namespace's own
-statistics: the same formula and statistics as the Redis tier (`redis.lexical`), so the two
-tiers rank alike to the last bit.
-
-The file stays the truth: a mirror is rebuilt from it whenever it cannot be brought up to
-date from the log, and a process that never searches builds none.
+It scores with the namespace's own statistics and the same formula and operation order as
+the Redis script (`redis.lexical`) and the SQLite store's postings (`sqlite.lexical`), so
+every tier ranks alike to the last bit. A search costs what the query terms' postings hold;
+Redis stays the truth, and a mirror is rebuilt from it whenever it cannot be brought up to
+date.
 """
 
 from __future__ import annotations
@@ -103,20 +99,21 @@ class Bm25Mirror:
     def top(self, terms: Sequence[str], k: int) -> list[tuple[str, float]]:
         """The k best documents by FTS5's BM25 (higher is better); ties by seq, as the
         SQLite and Redis tiers break them. Summed term by term in query order, with the
-        same operation order as `redis.lexical`, so the scores are identical."""
+        same operation order as `redis.lexical`, so the scores are identical. Costs what
+        the query terms' postings hold, not the number of documents."""
         if k <= 0 or self._docs <= 0:
             return []
         n_docs = self._docs
         avg = self._total / n_docs if self._total > 0 else 1.0
-        alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
+        alive = np.frombuffer(self._alive, dtype=np.uint8)  # views: nothing of size N is made
         lengths = np.frombuffer(self._lengths, dtype=np.float64)
-        scores = np.zeros(len(self._ids), dtype=np.float64)
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         for term in terms:
             entry = self._postings.get(term)
             if entry is None:
                 continue
             slots = np.frombuffer(entry[0], dtype=np.int32)
-            live = alive[slots]
+            live = alive[slots] != 0
             slots = slots[live]
             n = int(slots.size)
             if n == 0:
@@ -126,13 +123,23 @@ class Bm25Mirror:
             if idf <= 0.0:
                 idf = IDF_FLOOR
             denom = tf + BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[slots] / avg)
-            scores[slots] += idf * (tf * (BM25_K1 + 1.0)) / denom
+            parts.append((slots, idf * (tf * (BM25_K1 + 1.0)) / denom))
+        if not parts:
+            return []
+        # scores over the matched documents only, added term by term in query order
+        matched, where = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+        scores = np.zeros(len(matched), dtype=np.float64)
+        at = 0
+        for slots, contrib in parts:
+            scores[where[at : at + len(slots)]] += contrib
+            at += len(slots)
         hit = np.flatnonzero(scores)
         if hit.size == 0:
             return []
         if hit.size > k:  # keep everything tied with the k-th score, then order by seq
             kth = -np.partition(-scores[hit], k - 1)[k - 1]
             hit = hit[scores[hit] >= kth]
-        seqs = np.frombuffer(self._seqs, dtype=np.int64)[hit]
+        seqs = np.frombuffer(self._seqs, dtype=np.int64)[matched[hit]]
         order = hit[np.lexsort((seqs, -scores[hit]))][:k]
-        return [(self._ids[s], float(scores[s])) for s in order]
+        return [(self._ids[int(matched[s])], float(scores[s])) for s in order]
+

@@ -1,0 +1,131 @@
+"""Bulk ingest against the bare embedder: `observe_many` of LoCoMo conversations with the
+real MiniLM model, against `embed()` alone on the same texts in the same batches, measured
+in one run, alternating (bare, engine, bare, engine, ...) so a shared machine's load falls
+on both alike. The ratio is what the rest of the write path (validation, duplicate and
+version checks, the SQLite commit, the Chroma write behind) costs on top of the model.
+Also: the same ingest with a free embedder (precomputed vectors), memories per second.
+
+Run: python benchmarks/ingest.py [--conversations 2] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import MemoEmbedder
+from locomo_data import load
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
+BATCH = 64  # observe_many's default batch, and the bare embedder's
+
+
+def bare(embedder: Any, texts: Sequence[str]) -> float:
+    t0 = time.perf_counter()
+    for i in range(0, len(texts), BATCH):
+        embedder.embed(list(texts[i : i + BATCH]))
+    return time.perf_counter() - t0
+
+
+def engine_ingest(embedder: Any, turns: Sequence[Any], home: Path) -> float:
+    from reverie.core import ManualClock
+    from reverie.core.engine import Observation
+    from reverie.integrations import open_engine
+
+    clock = ManualClock(datetime(2023, 1, 1, tzinfo=UTC))
+    engine = open_engine(home, embedder=embedder, clock=clock)
+    obs = [Observation(t.text, source=t.dia_id, at=t.at) for t in turns]
+    t0 = time.perf_counter()
+    engine.observe_many(obs, namespace="ingest", batch_size=BATCH)
+    engine.flush()  # the vectors written behind are part of the ingest
+    took = time.perf_counter() - t0
+    engine.close()
+    return took
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--conversations", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = ap.parse_args(argv)
+    from reverie.integrations.embedders import LocalEmbedder
+
+    model = LocalEmbedder()
+    convs = load(DATA)[: args.conversations]
+    turns = [t for _, ts, _ in convs for t in ts]
+    texts = [t.text for t in turns]
+    model.embed(texts[:BATCH])  # load the model before any timing
+    load_start = os.getloadavg()[0]
+    bare_s: list[float] = []
+    engine_s: list[float] = []
+    free_s: list[float] = []
+    memo = MemoEmbedder(model)
+    memo.warm(texts)
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            bare_s.append(bare(model, texts))
+            engine_s.append(engine_ingest(model, turns, Path(tmp) / f"minilm{r}"))
+            free_s.append(engine_ingest(memo, turns, Path(tmp) / f"free{r}"))
+    n = len(texts)
+    row: dict[str, Any] = {
+        "memories": n,
+        "conversations": args.conversations,
+        "rounds": args.rounds,
+        "bare_embedder_per_s": [n / s for s in bare_s],
+        "observe_many_per_s": [n / s for s in engine_s],
+        "ratio_per_round": [b / e for b, e in zip(bare_s, engine_s, strict=True)],
+        "free_embedder_observe_many_per_s": [n / s for s in free_s],
+    }
+    row["ratio_median"] = float(np.median(row["ratio_per_round"]))
+    meta = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": f"{os.cpu_count()} cores, CPU only",
+        "loadavg_start": load_start,
+        "loadavg_end": os.getloadavg()[0],
+    }
+    md = "\n".join([
+        f"# Bulk ingest against the bare embedder, {meta['date']}",
+        "",
+        f"Machine: {meta['machine']}. {n:,} turns of {args.conversations} LoCoMo "
+        f"conversations, each observed at its session's time; all-MiniLM-L6-v2 on CPU, "
+        f"batches of {BATCH}. Bare = `embed()` alone on the same texts and batches; "
+        "observe_many = a fresh embedded engine (SQLite + embedded Chroma) ingesting them, "
+        "until every vector is written. Rounds alternate bare and engine. Free embedder = "
+        "the same ingest with every vector computed beforehand (the write path alone). "
+        f"Load average (1 min) at start {meta['loadavg_start']:.2f}, "
+        f"end {meta['loadavg_end']:.2f}.",
+        "",
+        "| round | bare embedder /s | observe_many /s | observe_many / bare | "
+        "observe_many, free embedder /s |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {i + 1} | {b:,.0f} | {e:,.0f} | {r:.2f}x | {f:,.0f} |"
+            for i, (b, e, r, f) in enumerate(zip(
+                row["bare_embedder_per_s"], row["observe_many_per_s"], row["ratio_per_round"],
+                row["free_embedder_observe_many_per_s"], strict=True))
+        ],
+        "",
+        f"Median ratio: {row['ratio_median']:.2f}x.",
+        "",
+    ])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ingest.json").write_text(json.dumps({"meta": meta, "row": row}, indent=2))
+    (args.out / "ingest.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
