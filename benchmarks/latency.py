@@ -138,9 +138,9 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
     engine.close()
 
     # Cold: a fresh engine on the same files decodes every record from the file (nothing
-    # remembered yet); one untimed recall of another text first builds its BM25 mirror.
+    # remembered yet); one untimed recall of another text first opens the vector index.
     engine = open_engine(tmp / f"n{size}", embedder=embedder, clock=clock)
-    engine.recall("warm the lexical mirror", namespace="bench", k=10, reinforce=False)
+    engine.recall("warm the vector index", namespace="bench", k=10, reinforce=False)
     cold = [recall_cold(engine, q) for q in queries]
     engine.close()
 
