@@ -300,7 +300,12 @@ class MaintenancePolicy:
     sweep_digest_size: int = _num(4, _POSITIVE)
     synthesis_max_workers: int = _num(4, _POSITIVE)  # concurrent LLM calls: a call is slow
     synthesis_retries: int = _num(2)  # re-asks after an unusable answer, before the fallback
-    consolidation_lock_seconds: float = _num(900.0)  # lease on the namespace during a cycle
+    # The maintenance lease on a namespace (a cycle, a sweep): its holder renews it every third
+    # of this while it works, so this is how long a holder that died on another machine
+    # keeps maintenance waiting (one that died on this machine loses it at once). Shorter
+    # frees a dead holder's namespace sooner; too short for the store's round trip loses
+    # a slow but live holder's lease.
+    consolidation_lock_seconds: float = _num(60.0)
 
     def __post_init__(self) -> None:
         problems = _problems(self)

@@ -87,7 +87,14 @@ from reverie.integrations.redis.plan import (
 from reverie.integrations.redis.reads import Lua, Pipelined, Request, Steps
 from reverie.integrations.redis.reads import chunks as _chunks
 from reverie.integrations.redis.reads import unique as _unique
-from reverie.integrations.store_values import check_ttl, check_window, dumps, lease_holder
+from reverie.integrations.store_values import (
+    Heartbeat,
+    check_ttl,
+    check_window,
+    dumps,
+    holder_dead,
+    lease_holder,
+)
 from reverie.integrations.urls import redact
 
 __all__ = ["RedisStore", "client_from_url", "is_redis_url"]
@@ -108,6 +115,29 @@ local ttl = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], string.format('%d', now + ttl) .. '|' .. ARGV[1] .. '|' .. ARGV[3],
            'PX', math.max(ttl, 1))
 return {1, '', tostring(now)}
+"""
+# A lease whose holder process is gone: replaced only if it is still the one judged dead.
+_TAKE_OVER = """
+if redis.call('GET', KEYS[1]) ~= ARGV[4] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], string.format('%d', now + ttl) .. '|' .. ARGV[1] .. '|' .. ARGV[3],
+           'PX', math.max(ttl, 1))
+return 1
+"""
+# The heartbeat: the holder of the token pushes its expiry out by the lease's length.
+_RENEW = """
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local tok, holder = string.match(cur, '^%d+|([^|]*)|(.*)$')
+if tok ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], string.format('%d', now + ttl) .. '|' .. tok .. '|' .. holder,
+           'PX', math.max(ttl, 1))
+return 1
 """
 _RELEASE = """
 local cur = redis.call('GET', KEYS[1])
@@ -167,6 +197,8 @@ class RedisStore:
         self._cluster = isinstance(client, redis.RedisCluster)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._take_over = client.register_script(_TAKE_OVER)
+        self._renew = client.register_script(_RENEW)
         self._degrees = client.register_script(_DEGREES)
         self._edges = client.register_script(_EDGES)
         self._bm25 = client.register_script(BM25_SCRIPT)
@@ -499,7 +531,9 @@ class RedisStore:
 
     def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AbstractContextManager[str]:
         """A lease on Redis's clock: it expires, so a crashed holder cannot wedge
-        maintenance, and only the holder of its token releases it."""
+        maintenance, and only the holder of its token releases it. A heartbeat renews it
+        every third of `ttl_seconds` while the block runs; a lease whose holder process is
+        gone (on this host) is taken over at once."""
         keys = self._keys(namespace)
         ttl = check_ttl(ttl_seconds)
         return self._lease(namespace, keys.lock, ttl)
@@ -507,14 +541,24 @@ class RedisStore:
     @contextmanager
     def _lease(self, ns: str, key: str, ttl: float) -> Iterator[str]:
         token = secrets.token_hex(16)
-        ok, current, now = self._guard(
-            self._acquire, [key], [token, str(int(ttl * 1000)), lease_holder()]
-        )
+        args = [token, str(int(ttl * 1000)), lease_holder()]
+        ok, current, now = self._guard(self._acquire, [key], args)
         if not int(ok):
-            raise _lock_busy(ns, str(current), int(now))
+            holder = str(current).split("|", 2)[-1]
+            if not (holder_dead(holder)
+                    and int(self._guard(self._take_over, [key], [*args, str(current)]))):
+                raise _lock_busy(ns, str(current), int(now))
+
+        def renew() -> bool:
+            return not self._closed and bool(
+                int(self._guard(self._renew, [key], [token, str(int(ttl * 1000))]))
+            )
+
+        beat = Heartbeat(renew, ttl / 3, f"namespace {ns!r}")
         try:
             yield token
         finally:
+            beat.stop()
             if not self._closed:
                 self._guard(self._release, [key], [token])
 

@@ -1,9 +1,11 @@
 """The SQLite store's coordination rows: the per-namespace maintenance lease, the
 consolidation journal, and the user's meta values.
 
-The lease is not a mutex: it expires, so a crashed holder cannot wedge maintenance. It
-runs on wall-clock time because it is shared between processes (and machines, for a
-networked file system), which share no monotonic clock.
+The lease is not a mutex: it expires, so a crashed holder cannot wedge maintenance; its
+holder renews it while working (a heartbeat), and a holder process that is gone loses it
+at once (`store_values.holder_dead`). It runs on wall-clock time because it is shared
+between processes (and machines, for a networked file system), which share no monotonic
+clock.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from reverie.core.errors import InvalidInput, LockBusy
 from reverie.integrations.sqlite.database import Database
-from reverie.integrations.store_values import dumps, lease_holder
+from reverie.integrations.store_values import Heartbeat, dumps, holder_dead, lease_holder
 
 __all__ = ["get_meta", "journal_get", "journal_put", "lease", "set_meta"]
 
@@ -70,8 +72,12 @@ def journal_put(db: Database, ns: str, fingerprint: str, entry: Mapping[str, Any
 
 @contextmanager
 def lease(db: Database, ns: str, ttl: float) -> Iterator[str]:
-    """Hold the namespace's maintenance lease for the block (`LockBusy` if another holder's
-    has not expired); yields the lease's token."""
+    """Hold the namespace's maintenance lease for the block; yields the lease's token.
+
+    The lease lasts `ttl` seconds and a heartbeat renews it every third of that while
+    the block runs, so it outlives no holder by more than `ttl`. Another live holder's
+    lease gives `LockBusy`; one whose holder process is gone (on this host) is taken over
+    at once, however long it had left."""
     token = secrets.token_hex(16)
     holder = lease_holder()
     with db.write() as conn:
@@ -79,11 +85,12 @@ def lease(db: Database, ns: str, ttl: float) -> Iterator[str]:
         row = conn.execute(
             "SELECT holder, expires_at FROM locks WHERE namespace = ?", (ns,)
         ).fetchone()
-        if row is not None and row[1] > now:
+        if row is not None and row[1] > now and not holder_dead(str(row[0])):
             until = datetime.fromtimestamp(row[1], UTC).isoformat(timespec="seconds")
             raise LockBusy(
                 f"namespace {ns!r} is locked for maintenance by {row[0]} until {until} "
-                f"(in {row[1] - now:.1f} s); wait for it to finish, or retry after that"
+                f"(in {row[1] - now:.1f} s, renewed while it works); wait for it to "
+                "finish, or retry after that"
             )
         conn.execute(
             "INSERT INTO locks (namespace, token, holder, expires_at) VALUES (?, ?, ?, ?) "
@@ -91,9 +98,22 @@ def lease(db: Database, ns: str, ttl: float) -> Iterator[str]:
             "holder = excluded.holder, expires_at = excluded.expires_at",
             (ns, token, holder, now + ttl),
         )
+
+    def renew() -> bool:
+        if not db.is_open:
+            return False
+        with db.write() as conn:
+            cur = conn.execute(
+                "UPDATE locks SET expires_at = ? WHERE namespace = ? AND token = ?",
+                (time.time() + ttl, ns, token),
+            )
+            return cur.rowcount == 1
+
+    beat = Heartbeat(renew, ttl / 3, f"namespace {ns!r}")
     try:
         yield token
     finally:
+        beat.stop()
         if db.is_open:
             # Only our own lease: if it expired and someone took over, theirs stays.
             with db.write() as conn:
