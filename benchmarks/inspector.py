@@ -13,8 +13,9 @@ read.
 
 Pages: the memory list (first page; a sparse status filter; a text filter, which reads up
 to `scan_limit` records; page 20), a memory's page (a trace; a fact with three versions),
-the namespace page, a recall search, and the health page, which reads the whole namespace
-(its timeline and `maintenance_due`) and is therefore timed, not held to the target.
+the namespace page, a recall search, and the health page: its first response, and the
+time until its background read of the whole namespace (the timeline and
+`maintenance_due`) is done, which is timed, not held to the target.
 
 Run: python benchmarks/inspector.py [--sizes 10000 100000] [--requests 30]
 """
@@ -138,6 +139,11 @@ def fetch(url: str) -> tuple[float, int]:
     return time.perf_counter() - t, status
 
 
+def read(url: str) -> str:
+    with urllib.request.urlopen(url) as r:
+        return str(r.read().decode())
+
+
 def measure(engine: Any, info: dict[str, Any], requests: int) -> dict[str, dict[str, float]]:
     from reverie.adapters.inspect import make_server
 
@@ -176,10 +182,17 @@ def measure(engine: Any, info: dict[str, Any], requests: int) -> dict[str, dict[
                 elapsed, status = fetch(urls[i])
                 assert status == 200, urls[i]
                 times[name].append(elapsed)
-        health = [fetch(u("/health"))[0] for _ in range(3)]
-        # the timeline is cached while the counts stand still: the first load is the cost
-        times["health page (whole namespace), first load"] = health[:1]
-        times["health page, timeline cached"] = health[1:]
+        # the health page answers at once and reads the whole namespace in the background
+        # (timeline and maintenance_due), reloading itself until that is done
+        started = time.perf_counter()
+        times["health page: first response"] = [fetch(u("/health"))[0]]
+        while 'id="health-computed"' not in read(u("/health")):
+            if time.perf_counter() - started > 1800:
+                raise RuntimeError("the health page did not finish within 30 minutes")
+            time.sleep(0.1)
+        times["health page: whole-namespace read done (background)"] = [
+            time.perf_counter() - started
+        ]
     finally:
         server.shutdown()
         server.server_close()

@@ -150,8 +150,10 @@ def page(
     namespace: str | None = None,
     query: str = "",
     allow_changes: bool = False,
+    refresh: int | None = None,
 ) -> str:
-    """The frame every page shares: a header with the namespace links and a search box."""
+    """The frame every page shares: a header with the namespace links and a search box.
+    `refresh`: reload the page after that many seconds (a page still being computed)."""
     nav = [link("/", "namespaces")]
     search = ""
     if namespace is not None:
@@ -171,7 +173,8 @@ def page(
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{esc(title)} · reverie inspector</title><style>{CSS}</style></head><body>"
+        + (f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else "")
+        + f"<title>{esc(title)} · reverie inspector</title><style>{CSS}</style></head><body>"
         f'<header><span class="brand">reverie inspector</span>{" · ".join(nav)}{mode}'
         f"{search}</header><main>{body}</main></body></html>"
     )

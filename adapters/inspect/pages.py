@@ -19,8 +19,11 @@ import hmac
 import json
 import math
 import secrets
+import sys
 import threading
-from collections import Counter, OrderedDict
+import time
+import traceback
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -54,6 +57,7 @@ from reverie.core.scoring import (
     importance_score,
     never_decays,
 )
+from reverie.core.triggers import Trigger
 
 __all__ = ["HttpError", "Inspector", "Response"]
 
@@ -74,6 +78,19 @@ class Response:
     status: int
     body: str
     headers: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+@dataclass(slots=True)
+class _HealthJob:
+    """One background read of a namespace for its health page."""
+
+    started: float  # time.monotonic()
+    finished: bool = False
+    read_at: datetime | None = None  # the engine's clock when the read began
+    seconds: float = 0.0
+    due: list[Trigger] | None = None
+    buckets: list[tuple[str, dict[str, int]]] | None = None
+    error: str | None = None
 
 
 class HttpError(Exception):
@@ -158,10 +175,8 @@ class Inspector:
         self.page_size = page_size
         self.scan_limit = scan_limit
         self.token = secrets.token_urlsafe(32)  # this process's CSRF token
-        self._timelines: OrderedDict[tuple[Any, ...], list[tuple[str, dict[str, int]]]] = (
-            OrderedDict()
-        )
-        self._timeline_lock = threading.Lock()
+        self._health: dict[str, _HealthJob] = {}
+        self._health_lock = threading.Lock()
         self._write_lock = threading.Lock()
 
     # ------------------------------------------------------------------ dispatch
@@ -186,11 +201,14 @@ class Inspector:
             raise HttpError(404, "Not found", f"there is no action at {path!r}")
         return self.act(form)
 
-    def _html(self, title: str, body: str, *, ns: str | None = None, query: str = "") -> Response:
-        return Response(
-            200,
-            page(title, body, namespace=ns, query=query, allow_changes=self.allow_changes),
-        )
+    def _html(
+        self, title: str, body: str, *, ns: str | None = None, query: str = "",
+        refresh: int | None = None,
+    ) -> Response:
+        return Response(200, page(
+            title, body, namespace=ns, query=query, allow_changes=self.allow_changes,
+            refresh=refresh,
+        ))
 
     def error_page(self, error: HttpError) -> Response:
         body = (
@@ -298,17 +316,38 @@ class Inspector:
             f"{self._flash(params)}<h1>Namespace {esc(ns)}</h1>"
             f'<div class="grid" id="counts">{cards}</div>'
             f'<p>{link(url("/health", ns=ns), "Health: timeline and maintenance due →")}'
-            ' <span class="muted">(reads the whole namespace)</span></p>'
+            ' <span class="muted">(reads the whole namespace, in the background)</span></p>'
             f"<h2>Tiers</h2>{tiers}<h2>Totals</h2>{facts}"
             f'<p>{link(url("/memories", ns=ns), "Browse the memories →")}</p>'
         )
         return self._html(f"Namespace {ns}", body, ns=ns)
 
     def health(self, params: Params) -> Response:
+        """The counts at once; the timeline and `maintenance_due`, which read the whole
+        namespace, from a background job whose page refreshes itself until it is done."""
         ns = self._namespace(params)
         counts = self._store.count(ns)
-        due = self.engine.maintenance_due(ns)
-        buckets = self._timeline(ns, counts)
+        job = self._health_job(ns, restart=(_one(params, "recompute") or "") == "1")
+        body = (
+            f"<h1>Health of {esc(ns)}</h1>"
+            + kv_table(
+                [(s.value, f"{status_badge(s.value)} {esc(counts.get(f'status:{s.value}', 0))}")
+                 for s in Status] + [("total", esc(counts.get("total", 0)))],
+                test_id="health-counts",
+            )
+        )
+        if not job.finished:
+            waited = time.monotonic() - job.started
+            body += (
+                '<p class="note" id="health-pending">Reading the whole namespace for the '
+                f"timeline and the maintenance signals ({waited:.0f} s so far); this page "
+                "refreshes itself.</p>"
+            )
+            return self._html(f"Health {ns}", body, ns=ns, refresh=2)
+        if job.error is not None:
+            body += f'<div class="error" id="health-error">{esc(job.error)}</div>'
+            return self._html(f"Health {ns}", body, ns=ns)
+        due, buckets = job.due or [], job.buckets or []
         if due:
             due_html = table(
                 ["signal", "value", "threshold", "why"],
@@ -323,16 +362,13 @@ class Inspector:
             [esc(label), *(str(c.get(s, 0)) for s in statuses), str(sum(c.values()))]
             for label, c in buckets
         ]
-        body = (
-            f"<h1>Health of {esc(ns)}</h1>"
-            + kv_table(
-                [(s.value, f"{status_badge(s.value)} {esc(counts.get(f'status:{s.value}', 0))}")
-                 for s in Status] + [("total", esc(counts.get("total", 0)))],
-                test_id="health-counts",
-            )
-            + f"<h2>Maintenance due</h2>{due_html}"
-            + "<h2>Timeline</h2>"
-            + '<p class="muted">Memories by the period they were created in, coloured by '
+        body += (
+            f'<p class="muted" id="health-computed">Read at {esc(fmt_time(job.read_at))} '
+            f"in {job.seconds:.1f} s; "
+            f'{link(url("/health", ns=ns, recompute=1), "read again")}</p>'
+            f"<h2>Maintenance due</h2>{due_html}"
+            "<h2>Timeline</h2>"
+            '<p class="muted">Memories by the period they were created in, coloured by '
             "their status now.</p>"
             + timeline_svg(buckets)
             + "<details><summary>the numbers</summary>"
@@ -341,25 +377,40 @@ class Inspector:
         )
         return self._html(f"Health {ns}", body, ns=ns)
 
-    def _timeline(
-        self, ns: str, counts: Mapping[str, int]
-    ) -> list[tuple[str, dict[str, int]]]:
-        """Created-per-period counts by status now; cached while the counts stand still."""
-        key = (ns, tuple(sorted(counts.items())))
-        with self._timeline_lock:
-            if key in self._timelines:
-                self._timelines.move_to_end(key)
-                return self._timelines[key]
+    def _health_job(self, ns: str, *, restart: bool) -> _HealthJob:
+        """The namespace's health job: the last one, or a new one when there is none or
+        a finished one is to be read again."""
+        with self._health_lock:
+            job = self._health.get(ns)
+            if job is not None and not (restart and job.finished):
+                return job
+            job = self._health[ns] = _HealthJob(started=time.monotonic())
+        threading.Thread(
+            target=self._run_health, args=(ns, job), name="reverie-inspect-health", daemon=True
+        ).start()
+        return job
+
+    def _run_health(self, ns: str, job: _HealthJob) -> None:
+        try:
+            job.read_at = self.engine.clock.now()
+            job.due = self.engine.maintenance_due(ns)
+            job.buckets = self._timeline(ns)
+        except ReverieError as e:
+            job.error = f"could not read the namespace: {e}"
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            job.error = "reading the namespace failed; the details are in the terminal"
+        finally:
+            job.seconds = time.monotonic() - job.started
+            job.finished = True
+
+    def _timeline(self, ns: str) -> list[tuple[str, dict[str, int]]]:
+        """Created-per-period counts by status now, over every record of the namespace."""
         days: dict[datetime, Counter[str]] = {}
         for m in self._store.scan(ns):
             day = m.created_at.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
             days.setdefault(day, Counter())[m.status.value] += 1
-        buckets = _bucket(days)
-        with self._timeline_lock:
-            self._timelines[key] = buckets
-            while len(self._timelines) > 16:
-                self._timelines.popitem(last=False)
-        return buckets
+        return _bucket(days)
 
     def memories(self, params: Params) -> Response:
         ns = self._namespace(params)

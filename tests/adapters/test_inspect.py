@@ -238,6 +238,11 @@ def test_namespace_and_health_pages_agree_with_the_store(
 
     _go(browser, browser.find_element(By.PARTIAL_LINK_TEXT, "Health"))
     assert "/health" in browser.current_url
+    # the whole-namespace read runs in the background; the page reloads itself until done
+    WebDriverWait(browser, 120).until(
+        expected_conditions.presence_of_element_located((By.ID, "health-computed")),
+        message="the health page did not finish reading the namespace within 120 s",
+    )
     health = {
         th.text: td.text for th, td in zip(
             browser.find_elements(By.CSS_SELECTOR, "#health-counts th"),
