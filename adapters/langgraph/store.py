@@ -332,6 +332,7 @@ class ReverieStore(BaseStore):
             raise InvalidInput(f"query must be a string or None, got {op.query!r}")
         if op.filter is not None and not isinstance(op.filter, Mapping):
             raise InvalidInput(f"filter must be a dict or None, got {op.filter!r}")
+        _check_filter(op.filter)
         if not op.query:
             rows = self._listing(op)
             rows.sort(key=lambda r: (r[0].updated_at or r[0].created_at, r[0].id), reverse=True)
@@ -519,6 +520,24 @@ def _index_fields(fields: Any, name: str) -> list[str]:
     ):
         raise InvalidInput(f"{name} must be a list of field paths like ['text'], got {fields!r}")
     return list(fields)
+
+
+_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+
+
+def _check_filter(filt: Any) -> None:
+    """Every operator in a filter is one `_operator` knows, checked before any item is
+    compared (an empty namespace would otherwise accept any filter)."""
+    if isinstance(filt, Mapping):
+        for key, want in filt.items():
+            if isinstance(key, str) and key.startswith("$") and key not in _OPERATORS:
+                raise InvalidInput(
+                    f"unsupported filter operator {key!r}: use $eq $ne $gt $gte $lt $lte"
+                )
+            _check_filter(want)
+    elif isinstance(filt, list | tuple):
+        for want in filt:
+            _check_filter(want)
 
 
 def _last_puts(ops: Sequence[Op]) -> list[PutOp]:

@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from reverie.adapters.arguments import as_invalid_input, check_engine, check_namespace
 from reverie.core.engine import MemoryEngine, Observation, RecallResult, render_hit
 from reverie.core.errors import InvalidInput, MissingExtra
-from reverie.core.models import validate_namespace
 from reverie.core.packing import pack
 
 try:
@@ -58,6 +58,16 @@ _SESSION_KEY = "session_id"  # what BaseMemoryBlock.aput writes into additional_
 def message_text(message: ChatMessage) -> str:
     """The text of a message (text blocks only: images and tool calls are not memories)."""
     return "".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
+
+
+def _messages(messages: Any) -> Sequence[ChatMessage]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence) or not all(
+        isinstance(m, ChatMessage) for m in messages
+    ):
+        raise InvalidInput(
+            f"messages must be a list of LlamaIndex ChatMessage, got {type(messages).__name__}"
+        )
+    return messages
 
 
 def _role(message: ChatMessage) -> str:
@@ -112,9 +122,12 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
     def __init__(self, **data: Any) -> None:
         # checked before pydantic, so a bad namespace is reverie's typed InvalidNamespace
         # (pydantic would wrap it into a ValidationError)
-        if data.get("namespace") is not None:
-            validate_namespace(data["namespace"])
-        super().__init__(**data)
+        check_engine(data.get("engine"), "ReverieMemoryBlock")
+        check_namespace(data.get("namespace"))
+        if isinstance(data.get("roles"), str):  # pydantic would split "user" into letters
+            raise InvalidInput(f"roles must be a tuple of role names, got {data['roles']!r}")
+        with as_invalid_input("ReverieMemoryBlock"):
+            super().__init__(**data)
 
     # ------------------------------------------------------------------ read
 
@@ -122,7 +135,7 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
         """The recall query: the latest messages' text, newest last, within the engine's
         text limit (the newest words are kept when it has to cut)."""
         texts = [
-            message_text(m) for m in (messages or []) if _role(m) in self.roles
+            message_text(m) for m in _messages(messages or []) if _role(m) in self.roles
         ]
         texts = [t for t in texts if t][-self.retrieval_context_window :]
         query = "\n".join(texts)
@@ -188,7 +201,7 @@ class ReverieMemoryBlock(BaseMemoryBlock[str]):
         longer than the engine's text limit is stored in consecutive parts."""
         limit = self.engine.policy.funnel.max_text_chars
         out: list[Observation] = []
-        for m in messages:
+        for m in _messages(messages):
             role = _role(m)
             text = message_text(m)
             if role not in self.roles or not text:

@@ -18,9 +18,16 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from reverie.adapters.arguments import (
+    check_bool,
+    check_datetime,
+    check_engine,
+    check_namespace,
+    check_positive_int,
+)
 from reverie.core.engine import Hit, MemoryEngine, RecallResult
 from reverie.core.errors import InvalidInput, MissingExtra
-from reverie.core.models import Kind, validate_namespace
+from reverie.core.models import Kind, parse_kind
 
 try:
     from llama_index.core.base.base_retriever import BaseRetriever
@@ -85,16 +92,31 @@ class ReverieLlamaIndexRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInput(f"k must be a positive integer, got {k!r}")
-        self.engine = engine
-        self.namespace = None if namespace is None else validate_namespace(namespace)
-        self.k = k
-        self.as_of = as_of
-        self.include_history = include_history
-        self.reinforce = reinforce
-        self.kinds = list(kinds) if kinds is not None else None
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self.engine = check_engine(engine, "ReverieLlamaIndexRetriever")
+        self.namespace = check_namespace(namespace)
+        self.k = check_positive_int("k", k)
+        self.as_of = check_datetime("as_of", as_of)
+        self.include_history = check_bool("include_history", include_history)
+        self.reinforce = check_bool("reinforce", reinforce)
+        if isinstance(kinds, str):
+            raise InvalidInput(f"kinds must be a list of kinds, got {kinds!r}")
+        self.kinds = (
+            None if kinds is None
+            else [parse_kind(x.value if isinstance(x, Kind) else x) for x in kinds]
+        )  # fmt: skip
+        if callback_manager is not None and not isinstance(callback_manager, CallbackManager):
+            raise InvalidInput(
+                f"callback_manager must be a CallbackManager, got {callback_manager!r}"
+            )
+        super().__init__(callback_manager=callback_manager, verbose=check_bool("verbose", verbose))
+
+    def retrieve(self, str_or_query_bundle: str | QueryBundle) -> list[NodeWithScore]:
+        """LlamaIndex's `retrieve`, with a query that is not text refused as reverie's
+        `InvalidInput` before LlamaIndex's instrumentation sees it."""
+        return super().retrieve(_query(str_or_query_bundle))
+
+    async def aretrieve(self, str_or_query_bundle: str | QueryBundle) -> list[NodeWithScore]:
+        return await super().aretrieve(_query(str_or_query_bundle))
 
     def _options(self) -> dict[str, Any]:
         return {
@@ -115,6 +137,12 @@ class ReverieLlamaIndexRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(await self.engine.arecall(query_bundle.query_str, **self._options()))
+
+
+def _query(query: Any) -> str | QueryBundle:
+    if not isinstance(query, str | QueryBundle):
+        raise InvalidInput(f"the query must be a string or a QueryBundle, got {query!r}")
+    return query
 
 
 ReverieRetriever = ReverieLlamaIndexRetriever

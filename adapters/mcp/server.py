@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from reverie.core.errors import MissingExtra, NotFound, ReverieError
+from reverie.core.errors import InvalidInput, MissingExtra, NotFound, ReverieError
 
 try:
     from mcp.server.mcpserver import Context, MCPServer
@@ -32,6 +32,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess test
     raise MissingExtra("reverie.adapters.mcp", "mcp") from e
 
+from reverie.adapters.arguments import check_engine
 from reverie.core.clock import utc
 from reverie.core.engine import Hit, MemoryEngine
 from reverie.core.models import Memory
@@ -221,6 +222,9 @@ def build_server(
 ) -> MCPServer[Any]:
     """An `MCPServer` over `engine`. `namespace` is the default for calls that name none
     (None: the engine's default). The engine stays the caller's to close."""
+    check_engine(engine, "the MCP server")
+    if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise InvalidInput(f"unknown log level {log_level!r}")
     default_ns = namespace or engine.default_namespace
     engine.stats(namespace=default_ns)  # a bad default namespace fails now, not per call
     server: MCPServer[Any] = MCPServer(
@@ -452,10 +456,16 @@ def serve(
 ) -> None:
     """Run the server until the client hangs up (stdio) or the process is interrupted
     (http, at http://host:port/mcp)."""
+    if transport not in TRANSPORTS:
+        raise InvalidInput(f"unknown transport {transport!r}; use one of {', '.join(TRANSPORTS)}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise InvalidInput(f"port must be an integer from 0 to 65535, got {port!r}")
+    if not isinstance(host, str) or not host:
+        raise InvalidInput(f"host must be a host name or address, got {host!r}")
     server = build_server(engine, namespace=namespace, log_level=log_level)
     if transport == "stdio":
         server.run("stdio")
     elif transport == "http":
         server.run("streamable-http", host=host, port=port)
-    else:
-        raise ValueError(f"unknown transport {transport!r}; use one of {', '.join(TRANSPORTS)}")
+    else:  # pragma: no cover - refused above
+        raise InvalidInput(f"unknown transport {transport!r}; use one of {', '.join(TRANSPORTS)}")
