@@ -189,8 +189,8 @@ def forget_cascade(
     survivors -= gone
     restored, archived = restore_orphans(deps, namespace, survivors) if survivors else ([], [])
     _scrub_plan(store, namespace, gone | set(rebuilt))
+    _journal(store, namespace, (), erase)  # erased; cleaning the files is not journaled
     residue = _erase_residue(deps, namespace, [*erase, *dropped], compact)
-    _journal(store, namespace, (), erase)
     return ForgetReport(
         requested=plan.requested,
         deleted=deleted + len(dropped),

@@ -102,8 +102,9 @@ def purge(client: Any, *, timeout: float, where: str) -> dict[str, Any]:
             done["rdb_saved"] += int(_snapshot(node, deadline))
     except NoPermissionError as e:
         raise PermissionDenied(
-            f"the Redis user at {where} may not rewrite the server's files ({e}); grant it "
-            "`+bgrewriteaof +bgsave +info` or run BGREWRITEAOF as an administrator"
+            f"the Redis user at {where} may not rewrite the server's files ({e}): deleted "
+            "records are gone from Redis, but its AOF keeps them until a rewrite; grant the "
+            "user `+bgrewriteaof +bgsave +info`, or run BGREWRITEAOF as an administrator"
         ) from None
     except ResponseError as e:
         if "NOPERM" in str(e) or "no permissions" in str(e).lower():

@@ -230,3 +230,30 @@ def test_the_cli_erases_a_text_and_takes_a_consolidation_apart(tmp_path: Path) -
     with open_engine(home, namespace=NS) as engine:
         assert all(engine.get(m.id).is_active for m in kept)
         assert synthesis not in {m.id for m in engine.memories()}
+
+
+def test_a_redis_user_who_may_not_rewrite_the_aof_is_told_so(
+    aof_redis: dict[str, Any], tmp_path: Path
+) -> None:
+    import redis
+
+    from reverie.core.errors import PermissionDenied
+
+    admin = redis.Redis.from_url(aof_redis["url"], decode_responses=True)
+    user = f"u{uuid.uuid4().hex[:6]}"
+    admin.execute_command("ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all",
+                          "-bgrewriteaof", "-bgsave")
+    host_port = aof_redis["url"].split("//", 1)[1]
+    store = RedisStore.from_url(f"redis://{user}:pw@{host_port}", prefix="perm")
+    engine = open_engine(tmp_path / "home", store=store, namespace=NS)
+    try:
+        m = engine.observe(f"a note with {SECRET}")
+        with pytest.raises(PermissionDenied, match="bgrewriteaof"):
+            engine.forget(m.id, compact=True)
+        # the records went before the rewrite was refused: only the file is left to clean
+        assert _holders(engine) == []
+        assert engine.store.get_meta("forget_pending") == "[]"
+    finally:
+        engine.close()
+        admin.execute_command("ACL", "DELUSER", user)
+        admin.close()
