@@ -1150,9 +1150,11 @@ def inspect(
                      help="Offer confirm, forget and restore (each asks first)."),
     ] = False,
 ) -> None:
-    """Look at the memory in a browser: namespaces and their health, memories by tier,
-    status, kind and text, each memory's decay, versions and lineage, and recall with
-    the reasons. A local page (loopback only, offline), read-only unless --allow-changes;
+    """Serve a local web page to look at what the memory holds.
+
+    The pages show each namespace's health, the memories by tier, status, kind and text,
+    each memory's decay, versions and lineage, and recall with the reasons for each hit.
+    It listens on loopback only, works offline and is read-only unless --allow-changes;
     Ctrl-C stops it."""
     from reverie.adapters.inspect import serve
 
