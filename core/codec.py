@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -234,6 +234,18 @@ class DecodedRecords:
                 memo[raw] = m
                 while len(memo) > self.size:
                     del memo[next(iter(memo))]
+
+    def forget(self, namespace: str, ids: Iterable[str] | None = None) -> None:
+        """Drop the decoded records of `ids` (None: every record) of `namespace`, so a
+        deleted memory's text does not stay in this process until the cache turns over."""
+        wanted = None if ids is None else set(ids)
+        with self._lock:
+            gone = [
+                raw for raw, m in self._memo.items()
+                if m.namespace == namespace and (wanted is None or m.id in wanted)
+            ]
+            for raw in gone:
+                del self._memo[raw]
 
     def clear(self) -> None:
         with self._lock:

@@ -387,6 +387,7 @@ class RedisStore:
             self._guard(self._transact, watch, body)
             deleted += found[0] if found else 0
             self._mirrors.forget(keys.namespace, chunk)
+        DECODED.forget(keys.namespace, wanted)  # no deleted text stays decoded in this process
         return deleted
 
     def delete_namespace(self, namespace: str) -> int:
@@ -405,6 +406,7 @@ class RedisStore:
         count: list[int] = [0]
         self._guard(self._transact, [keys.all, keys.registry], body)
         self._mirrors.drop(ns)
+        DECODED.forget(ns)
         if self._cluster:  # the name set is on another slot: unlist, then re-list if a
             # writer re-created the namespace meanwhile
             self._guard(self._client.srem, self._namespaces_key, ns)

@@ -229,6 +229,7 @@ class SQLiteStore:
                     )]
                     self._text.remove(conn, num, seqs)
                 deleted += records.delete(conn, ns, chunk)
+        self._decoded.forget(ns, wanted)  # no deleted text stays decoded in this process
         return deleted
 
     def delete_namespace(self, namespace: str) -> int:
@@ -239,6 +240,7 @@ class SQLiteStore:
             deleted = conn.execute("DELETE FROM memories WHERE namespace = ?", (ns,)).rowcount
             for table in ("memory_entities", "edges", "journal"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
+        self._decoded.forget(ns)
         return int(deleted)
 
     # --- RecordStore: reads ---------------------------------------------------------------

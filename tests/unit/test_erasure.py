@@ -362,3 +362,20 @@ def test_forgetting_a_collected_member_by_id_reaches_its_synthesis(
     with pytest.raises(NotFound):
         engine.get(node.id)  # the synthesis, dropped: nothing stored to rebuild from
     assert holding(engine, SECRET) == []
+
+
+def test_decoded_records_of_a_forgotten_memory_leave_the_process() -> None:
+    import json
+
+    from reverie.core.codec import DecodedRecords, memory_to_dict
+
+    cache = DecodedRecords(16)
+    a, b = _member(text=f"held {SECRET}"), _member(text="kept")
+    other = _member(namespace="other", text=f"other {SECRET}")
+    for m in (a, b, other):
+        cache.decode(json.dumps(memory_to_dict(m)))
+    assert len(cache) == 3
+    cache.forget(NS, [a.id])
+    assert len(cache) == 2
+    cache.forget(NS)
+    assert len(cache) == 1  # another namespace's records stay
