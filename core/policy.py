@@ -172,11 +172,19 @@ class UpdatePolicy:
     # The user's turn said just before an update counts as its context (an elliptical
     # "it's 4:30 PM now" names its subject there): this many turns, within this many
     # seconds. More turns reach further back, and lend subjects to unrelated updates.
-    context_turns: int = _num(1)
+    context_turns: int = _num(3)
     context_seconds: float = _num(600.0)
     # ...and only for an update with at most this many content words of its own ("it's
     # 4:30 PM now" has none): one that names its subject is judged by its own words.
-    elliptical_words: int = _num(0)
+    elliptical_words: int = _num(3)
+    # ...and at most this many before its value ("They gave us until May 3" has one, "My
+    # gym is open on Thursday" two: it names its subject). Higher lends subjects to
+    # updates that name their own.
+    elliptical_subject_words: int = _num(1)
+    # An intro turn that names something ("Travel update for Boston.") has at most this
+    # many words; a longer turn with a name states a fact of its own ("My GP is Dr.
+    # Nguyen at the clinic") and lends no subject. Higher lends more, and more wrongly.
+    intro_words: int = _num(5)
     recent_turns: int = _num(16, _POSITIVE)  # recent traces per namespace kept for context
     # score = max(similarity, context) + the bonuses below. A value of the same type
     # replaced (a city by a city) is the strongest evidence; a cue word is weak evidence
@@ -198,7 +206,16 @@ class UpdatePolicy:
     # With no typed value changed (a cue and words of its own: "I changed my commute to
     # the bus"), the weak link needs this score: incidental cues ("use Ethernet instead
     # of Wi-Fi") come with new words too. A cue alone never retires anything.
-    cue_only_score: float = _num(0.8)
+    cue_only_score: float = _num(0.65)
+    # A value of one type replaced by another of that type (a city for a city, an amount
+    # for an amount) in two texts at least this similar is a newer version even with no
+    # change word: outdated, never retired ("ran 5 km" after "ran 3 km" may be a second
+    # event, so nothing is hidden). Lower links more restated values, and more look-alikes.
+    typed_similarity: float = _num(0.5, _UNIT)
+    # Two amounts or counts more than this factor apart are two quantities (a monthly
+    # rent and a yearly salary), never versions of one. Lower misses big changes (a
+    # budget cut to a tenth); higher links unrelated sums.
+    max_value_ratio: float = _num(10.0, _POSITIVE)
     # A newer version is a statement of at most this many words: longer chat turns
     # carry change words and names by the way (LoCoMo's false links were all longer).
     max_words: int = _num(25)

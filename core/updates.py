@@ -86,6 +86,10 @@ STRONG_CUE = re.compile(
     re.IGNORECASE,
 )
 
+# A past event ("the bowl I made was chipped", "we had a mocha") happens again with other
+# values; a restated value without a change word is a new version only in the present.
+_PAST = re.compile(r"\b(?:was|were|had|did)\b", re.IGNORECASE)
+
 STATE = re.compile(
     r"\b(?:favou?rite|prefer(?:red|ence)?|usual(?:ly)?|current(?:ly)?)\b",
     re.IGNORECASE,
@@ -106,8 +110,9 @@ _VALUE_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("money", re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s?[kKmM]?\b|\b\d[\d,]*(?:\.\d+)?\s?"
                          r"(?:dollars|euros|pounds|usd|eur|gbp)\b", re.IGNORECASE)),
     ("time", re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\bnoon\b|"
-                        r"\bmidnight\b|\b(?:mornings?|afternoons?|evenings?|nights?|"
-                        r"lunchtimes?)\b", re.IGNORECASE)),
+                        r"\bmidnight\b", re.IGNORECASE)),
+    ("daypart", re.compile(r"\b(?:mornings?|afternoons?|evenings?|nights?|lunchtimes?)\b",
+                           re.IGNORECASE)),
     ("date", re.compile(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|"
                         rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
                         rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_WEEKDAY}s?\b|"
@@ -117,6 +122,9 @@ _VALUE_TYPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("number", re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")),
     ("colour", re.compile(rf"\b(?:{_COLOURS})\b", re.IGNORECASE)),
 )
+# A part of the day qualifies more often than it states ("every morning", "my morning
+# coffee", "game night"): masked as a value, never the value that changed.
+_WEAK_TYPES = frozenset(["daypart"])
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
 _NAME = re.compile(rf"\b(?:{_TITLE}\s+)?[A-Z][\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
 _VOCATIVE_BEFORE = re.compile(
@@ -155,6 +163,8 @@ class Reading:
     speaker: str | None = None  # "caroline" for "Caroline: ...", lower-cased
     strong_cue: bool = False
     state: bool = False  # speaks of a preference or a standing state ("my favourite ...")
+    subject: frozenset[str] = frozenset()  # content words before the first value
+    past: bool = False  # told as a past event ("was chipped", "had a mocha")
 
 
 def read(text: str) -> Reading:
@@ -162,19 +172,26 @@ def read(text: str) -> Reading:
     body = strip_speaker(text)
     masked = body
     values: dict[str, set[str]] = {}
+    first = len(body)  # where the first value starts: the words before it are the subject
     for kind, pattern in _VALUE_TYPES:
         for m in pattern.finditer(masked):
-            values.setdefault(kind, set()).add(_norm_value(m.group(0)))
-        masked = pattern.sub(" ", masked)
+            value = _norm_value(m.group(0))
+            if kind in ("time", "date"):  # "mornings" and "morning", "Tuesdays" and "Tuesday"
+                value = value.removesuffix("s")
+            values.setdefault(kind, set()).add(value)
+            first = min(first, m.start())
+        masked = pattern.sub(lambda m: " " * len(m.group(0)), masked)  # keep positions
     for m in _NAME.finditer(masked):
         if _VOCATIVE_BEFORE.search(masked[: m.start()]) or masked[m.end() : m.end() + 1] == "!":
             continue  # "Thanks, Mel!", "Hey Gina": who is spoken to, not a value
+        start = m.start()
         if _SENTENCE_START.search(masked[: m.start()]):
             # a sentence's first word is capitalised anyway; keep the rest of the run
             rest = m.group(0).split(None, 1)
             if len(rest) < 2:
                 continue
             name = rest[1]
+            start = m.end() - len(name)
         else:
             name = m.group(0)
         parts = _norm_value(name).split()
@@ -182,18 +199,26 @@ def read(text: str) -> Reading:
             parts = parts[1:]
         if parts:
             values.setdefault("name", set()).add(" ".join(parts))
+            first = min(first, start)
     low = masked.casefold()
-    names = {w for v in values.get("name", ()) for w in v.split()}
+    names = {w.strip(".") for v in values.get("name", ()) for w in v.split()}
     seq = tuple(w.strip("'-") for w in _WORD.findall(low))
-    words = frozenset(
-        _stem(w) for w in seq
-        if w not in STOP_WORDS and w not in _NOISE_WORDS and w not in names and len(w) > 1
-    )
+
+    def content(ws: Sequence[str]) -> frozenset[str]:
+        return frozenset(
+            _stem(w) for w in ws
+            if w not in STOP_WORDS and w not in _NOISE_WORDS and w not in names and len(w) > 1
+        )
+
+    # the subject: the words before the first value, less the word just before it (the
+    # verb or preposition that introduces the value: "my dentist [is] Dr. Okafor")
+    lead = [w.strip("'-") for w in _WORD.findall(low[:first])] if first < len(body) else []
     cue = CUE.search(body) is not None
     return Reading(
-        {k: frozenset(v) for k, v in values.items()}, words, seq, cue,
+        {k: frozenset(v) for k, v in values.items()}, content(seq), seq, cue,
         body.rstrip().endswith("?"), speaker_of(text),
         cue and STRONG_CUE.search(body) is not None, STATE.search(body) is not None,
+        content(lead[:-1]), _PAST.search(body) is not None,
     )
 
 
@@ -219,11 +244,23 @@ def _without_names(r: Reading, participants: frozenset[str]) -> Reading:
     return dataclasses.replace(r, values=values)
 
 
-def introduces(turn: Reading) -> bool:
+def may_update(r: Reading, policy: Policy) -> bool:
+    """Could this text be a newer version of anything on its own words (before any
+    earlier text is looked up)? A change word, a preference, or a short statement that
+    states a typed value; a question or a long chat turn states no replacement."""
+    if r.question or len(r.sequence) > policy.updates.max_words:
+        return False
+    return r.cue or r.state or bool(r.values)
+
+
+def introduces(turn: Reading, policy: Policy) -> bool:
     """Can this turn name the subject of the elliptical update after it? An intro ("About
-    my pay.", "You know the car I was complaining about?") states no value of its own
-    beyond a name; a turn that states a number, date or time is a fact of its own."""
-    return not any(kind != "name" for kind in turn.values)
+    my pay.", "You know the car I was complaining about?", "Travel update for Boston.")
+    states no value of its own: a turn that states a number, date or time, or names
+    something in a longer sentence ("My GP is Dr. Nguyen"), is a fact of its own."""
+    if any(kind != "name" for kind in turn.values):
+        return False
+    return "name" not in turn.values or len(turn.sequence) <= policy.updates.intro_words
 
 
 def _norm_value(s: str) -> str:
@@ -275,6 +312,17 @@ _PEOPLE = frozenset(
     """.split()  # noqa: SIM905
 )
 _SELF = frozenset(["i", "me", "my", "we", "our"])
+# A text with one of these speaks of the speaker ("I live in Berlin with my partner"),
+# whoever else it names; without, of the person it names ("my wife drives a Mazda").
+_SELF_SUBJECT = frozenset(["i", "we", "i'm", "we're", "i've", "we've", "i'd", "we'd"])
+
+
+def _about(seq: Sequence[str]) -> frozenset[str]:
+    """Who a text speaks of: the people it names, unless the speaker is its subject."""
+    people = _people(seq) - _SELF
+    if not people or _SELF_SUBJECT & set(seq):
+        return frozenset(["self"])
+    return people
 
 
 def _people(seq: Sequence[str]) -> frozenset[str]:
@@ -286,19 +334,12 @@ def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
     budget' / 'travel budget'; or each speaks of someone the other does not ('my sister'
     / 'my brother'). Two look-alike facts, not two versions of one; a qualifier that an
     outright change word replaced (`replaced`) is a value, not a contrast."""
-    new_set, old_set = set(new.sequence), set(old.sequence)
-    new_people, old_people = _people(new.sequence) - _SELF, _people(old.sequence) - _SELF
-    # both name someone, and not the same one; or one names someone and the other speaks
-    # of the speaker ("my wife drives a Mazda" / "I drive a Tesla")
-    named = (new_people and (old_people or _SELF & old_set)) or (
-        old_people and _SELF & new_set
-    )
-    if named and not (new_people & old_people):
-        who_new = "/".join(sorted(new_people)) or "self"
-        who_old = "/".join(sorted(old_people)) or "self"
-        return f"{who_old}/{who_new}"
+    who_new, who_old = _about(new.sequence), _about(old.sequence)
+    if not who_new & who_old:
+        return f"{'/'.join(sorted(who_old))}/{'/'.join(sorted(who_new))}"
     if replaced:  # "switched to almond milk": the qualifier is the value that changed
         return None
+    new_set, old_set = set(new.sequence), set(old.sequence)
     before_new = _qualifiers(new.sequence)
     before_old = _qualifiers(old.sequence)
     for head, q_new in before_new.items():
@@ -312,17 +353,55 @@ def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
     return None
 
 
+def _subject_contrast(new: Reading, old: Reading) -> str | None:
+    """Each text names, before its value, a subject the other does not ('my dentist is
+    Dr. Okafor' / 'my dermatologist is Dr. Nguyen'): two facts unless a change word says
+    one replaced the other."""
+    if new.subject and old.subject and not new.subject & old.subject:
+        return f"{'/'.join(sorted(old.subject))}/{'/'.join(sorted(new.subject))}"
+    return None
+
+
 def _qualifiers(seq: Sequence[str]) -> dict[str, set[str]]:
-    """Content word -> the content words right before it ('travel' before 'budget')."""
+    """Content word -> the content words right before it ('travel' before 'budget').
+    A participle ('a corgi named Biscuit') is no head: what precedes it is a value."""
     out: dict[str, set[str]] = {}
     for prev, word in itertools.pairwise(seq):
         if (
             word in STOP_WORDS or prev in STOP_WORDS or word in _NOISE_WORDS
             or prev in _NOISE_WORDS or len(prev) < 3 or len(word) < 3
+            or (word.endswith("ed") and len(word) > 4)
         ):
             continue
         out.setdefault(word, set()).add(prev)
     return out
+
+
+_AMOUNT = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _amount(value: str) -> float | None:
+    m = _AMOUNT.search(value.replace(",", ""))
+    if m is None:
+        return None
+    x = float(m.group(0))
+    if re.search(r"\d\s?k\b", value):
+        x *= 1e3
+    elif re.search(r"\d\s?m\b", value):
+        x *= 1e6
+    return x
+
+
+def _comparable(kind: str, new: frozenset[str], old: frozenset[str], ratio: float) -> bool:
+    """Amounts or counts an order of magnitude apart are two quantities ("$1,350 a
+    month" rent and a "$95,000" salary), not one that changed."""
+    if kind not in ("money", "number"):
+        return True
+    a = [x for x in map(_amount, new) if x]
+    b = [x for x in map(_amount, old) if x]
+    if not a or not b:
+        return True
+    return any(max(x, y) / min(x, y) <= ratio for x in a for y in b)
 
 
 def judge(
@@ -344,7 +423,11 @@ def judge(
         kind for kind, vals in new.values.items() if vals - old.values.get(kind, frozenset())
     ]
     same_type = next(
-        (k for k in fresh_types if old.values.get(k) and not new.values[k] & old.values[k]),
+        (
+            k for k in fresh_types
+            if k not in _WEAK_TYPES and old.values.get(k) and not new.values[k] & old.values[k]
+            and _comparable(k, new.values[k], old.values[k], p.max_value_ratio)
+        ),
         None,
     )
     own_words = new.words - old.words
@@ -355,8 +438,14 @@ def judge(
     new_value = short and not asks and (bool(fresh_types) or (bool(own_words) and new.cue))
     contrast = _contrast(new, old, new.strong_cue)
     shared = tuple(sorted(new.words & old.words))
-    # the turns before count only for an update that does not name its subject itself
-    elliptical = len(new.words) <= p.elliptical_words
+    # The turns before count only for an update that does not name its subject itself,
+    # and only for a typed value replaced by one of its type: an intro's words lend a
+    # subject, and the value says which of the subjects near it ("About my pay." then
+    # "Raised to $65,000." is a new amount, not a new anything).
+    elliptical = (
+        len(new.words) <= p.elliptical_words and context > similarity
+        and len(new.subject) <= p.elliptical_subject_words and same_type is not None
+    )
     base = max(similarity, context if elliptical else 0.0)
     score = (
         base
@@ -365,21 +454,48 @@ def judge(
         + (p.strong_cue_bonus if new.strong_cue else 0.0)
         + p.shared_word_bonus * min(len(shared), 3)
     )
+    # A value restated in other words ("my salary is $88,000" after "I earn $72,000"),
+    # with no change word and no intro turn: evidence only when the two name one
+    # subject, since look-alikes ("my dentist is ...", "my dermatologist is ...") differ
+    # exactly there.
+    restated = (
+        same_type is not None and similarity >= p.typed_similarity
+        and not (new.past or old.past)
+        and not (elliptical and context >= p.min_similarity)
+    )
+    if restated and not new.cue and contrast is None:
+        contrast = _subject_contrast(new, old)
+    # An untyped change that names the old text's own names again, with no word that
+    # negates the old value, speaks of the same named thing, not of a new value of it
+    # ("Actually, the Dune movie was better than I expected").
+    if same_type is None and contrast is None:
+        again = new.values.get("name", frozenset()) & old.values.get("name", frozenset())
+        if again and "name" not in fresh_types:
+            contrast = "same " + "/".join(sorted(again))
+    # An untyped change beside an old text that states typed values, none of whose types
+    # the new one states: it speaks of something else about the same thing ("The food
+    # bank moved to a warehouse" after "I volunteer at the food bank on Wednesdays").
+    if same_type is None and contrast is None:
+        kept = [k for k in old.values if k not in _WEAK_TYPES and k not in new.values]
+        if kept and len(kept) == len([k for k in old.values if k not in _WEAK_TYPES]):
+            contrast = "no new " + "/".join(sorted(kept))
     verdict = Verdict.NONE
-    # Never similarity alone: a change word, or an intro turn just before that names the
-    # subject of an update that does not. A value that differs without either is as
-    # likely a second event ("ran 5 km today") as a new version.
+    # Never similarity alone: a change word, an intro turn just before that names the
+    # subject of an update that does not, or a typed value replaced. A value that
+    # differs without either is as likely a second event ("ran 5 km today") as a new
+    # version, so it only outdates.
     # A preference or a standing state ("my favourite colour is ...", "I usually ...")
     # holds one value at a time, so a new value of one is a new version as well.
     evidence = (
         new.cue or (elliptical and context >= p.min_similarity)
         or (same_type is not None and new.state and old.state)
+        or restated
     )
     if new_value and evidence and contrast is None and base >= p.min_similarity:
         if same_type is None:  # a cue and new words: outdated at most, on a higher bar
             if score >= p.cue_only_score:
                 verdict = Verdict.OUTDATES
-        elif score >= p.supersede_score and new.cue:
+        elif score >= p.supersede_score and new.cue and not elliptical:
             verdict = Verdict.SUPERSEDES
         elif score >= p.outdate_score:
             verdict = Verdict.OUTDATES

@@ -77,10 +77,10 @@ class VersionLinks:
             turns = [r for r in recent if not r.assistant and r.memory.created_at <= p.when]
             context = [
                 r for r in turns[-policy.context_turns :]
-                if updates.introduces(r.reading)
+                if updates.introduces(r.reading, self.ctx.policy)
                 and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
             ]
-        if not (p.reading.cue or p.reading.state or context):
+        if not (updates.may_update(p.reading, self.ctx.policy) or context):
             return None
         own = self.near(ns, vec, recent, ())
         lent: dict[str, float] = {}
