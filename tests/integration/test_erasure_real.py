@@ -257,3 +257,20 @@ def test_a_redis_user_who_may_not_rewrite_the_aof_is_told_so(
         engine.close()
         admin.execute_command("ACL", "DELUSER", user)
         admin.close()
+
+
+def test_gc_removes_vectors_whose_records_a_killed_gc_deleted(tmp_path: Path) -> None:
+    from tests.fakes import BagOfWordsEmbedder
+
+    home = tmp_path / "home"
+    with open_engine(home, embedder=BagOfWordsEmbedder(), namespace=NS) as engine:
+        made = engine.observe_many([f"archived note {i} about topic {i % 7}" for i in range(600)])
+        engine.flush()
+        # a GC killed after its record transaction and before the vector deletes
+        engine.store.delete(NS, [m.id for m in made[:500]])
+    with open_engine(home, embedder=BagOfWordsEmbedder(), namespace=NS) as engine:
+        assert engine.vectors.count(NS) == 600
+        report = engine.gc()
+        assert report.orphan_vectors == 500
+        assert engine.vectors.ids(NS) == {m.id for m in made[500:]}
+        assert engine.gc().orphan_vectors == 0
