@@ -200,6 +200,8 @@ def _sweep_namespace(
     elif groups:
         syn = synthesizer if synthesizer is not None else deps.synthesizer
         results = synthesize_all(groups, syn, deps.policy)
+        nodes: list[Memory] = []
+        retired: list[Memory] = []
         with store.lock(ns, deps.policy.maintenance.consolidation_lock_seconds):
             for g, result in zip(groups, results, strict=True):
                 try:
@@ -210,12 +212,17 @@ def _sweep_namespace(
                 except ClusterStale:  # a member changed meanwhile: leave the group alone
                     continue
                 archived = _archive_members(deps, ns, node)
-                deps.index(ns, [(node, deps.embed_memories([node])[0])], archived)
+                nodes.append(node)
+                retired.extend(archived)
                 stats["syntheses"] += 1
                 stats["archived"] += len(archived)
                 stats["fallbacks"] += int(result.fell_back)
                 if progress is not None:
                     progress(len(g))
+            # records first, vectors second (as the REM cycle does): every digest of the
+            # sweep in one model call and one index write, not one of each per digest
+            if nodes or retired:
+                deps.index(ns, list(zip(nodes, deps.embed_memories(nodes), strict=True)), retired)
     active_left = len(active) - stats["archived"] + stats["syntheses"]
     if active_left > deps.policy.maintenance.hard_cap_per_namespace:
         stats["evicted_by_cap"] = _enforce_cap(deps, ns, dry_run, active_left, report)
