@@ -274,7 +274,8 @@ def _rebuild_or_drop(
 
 
 def forget_matching(
-    deps: EvictionDeps, namespace: str, text: str, *, compact: bool = False
+    deps: EvictionDeps, namespace: str, text: str, *, compact: bool = False,
+    dry_run: bool = False,
 ) -> ForgetReport:
     """Erase every holder of `text` (a whole text or a part of one, case-insensitive) in
     every status: records whose text, metadata, sources, entities or fact hold it, their
@@ -286,15 +287,20 @@ def forget_matching(
     paraphrase of a collected member) is erased whole. Repeated until nothing holds it."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("forget_matching needs a non-empty text to search for")
+    if dry_run:  # the first pass's plan, nothing written (a synthesis still holding the
+        # text once rebuilt would be erased by a later pass)
+        found, collected = holders(deps.store, namespace, text)
+        plan = plan_erasure(deps.store, namespace, _first_pass(found, collected))
+        stored = deps.store.get_many(namespace, sorted(plan.erase))
+        return ForgetReport(requested=plan.requested, erased=tuple(sorted(stored)),
+                            rebuilt=plan.affected)
     report = ForgetReport()
     for round_ in range(4):
         found, collected = holders(deps.store, namespace, text)
         if not found and not collected:
             break
-        plain = [m.id for m in found if m.tier is not Tier.SYNTHESIS]
-        first = round_ == 0 and (plain or collected)
-        ids = [*plain, *sorted(collected)] if first else [m.id for m in found]
-        report.merge(forget_cascade(deps, namespace, ids or [m.id for m in found]))
+        ids = _first_pass(found, collected) if round_ == 0 else [m.id for m in found]
+        report.merge(forget_cascade(deps, namespace, ids))
     else:
         found, collected = holders(deps.store, namespace, text)
         if found or collected:
@@ -305,6 +311,13 @@ def forget_matching(
     if compact or report.erased or report.cascaded:
         report.residue.update(_erase_residue(deps, namespace, [], compact))
     return report
+
+
+def _first_pass(found: Sequence[Memory], collected: Iterable[str]) -> list[str]:
+    """Plain holders and collected members first (their syntheses are rebuilt); the
+    syntheses themselves only when nothing else holds the text."""
+    plain = [m.id for m in found if m.tier is not Tier.SYNTHESIS]
+    return [*plain, *sorted(collected)] or [m.id for m in found]
 
 
 def finish_forgets(deps: EvictionDeps, namespaces: Iterable[str] | None = None) -> int:

@@ -470,14 +470,19 @@ class MemoryEngine:
         return report.deleted
 
     def forget_matching(
-        self, text: str, *, namespace: str | None = None, compact: bool = False
+        self, text: str, *, namespace: str | None = None, compact: bool = False,
+        dry_run: bool = False,
     ) -> ForgetReport:
         """Erase every memory that holds `text` (case-insensitive, a whole text or a part
         of one) in any status: active, consolidated, archived, superseded, syntheses, in
         the text, metadata, sources, entities or fact; with the same reach as `forget`.
         Members GC already collected are found by their whole text only (a synthesis keeps
-        their text's hash). Returns what was erased, rebuilt and dropped."""
-        report = self._maintenance.forget_matching(text, namespace, compact=compact)
+        their text's hash). Returns what was erased, rebuilt and dropped; `dry_run=True`
+        returns what would be erased (`erased`) and the syntheses that would be rebuilt or
+        dropped (`rebuilt`), and changes nothing."""
+        report = self._maintenance.forget_matching(
+            text, namespace, compact=compact, dry_run=dry_run
+        )
         self._writes.versions.forget_recent()
         return report
 

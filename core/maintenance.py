@@ -141,10 +141,10 @@ class Maintenance:
         return forget_cascade(self.eviction_deps(), ns, list(memory_ids), compact=compact)
 
     def forget_matching(
-        self, text: str, namespace: str | None, *, compact: bool = False
+        self, text: str, namespace: str | None, *, compact: bool = False, dry_run: bool = False
     ) -> ForgetReport:
         ns = self.ctx.namespace(namespace)
-        return forget_matching(self.eviction_deps(), ns, text, compact=compact)
+        return forget_matching(self.eviction_deps(), ns, text, compact=compact, dry_run=dry_run)
 
     def undo_consolidation(self, synthesis_id: str, namespace: str | None) -> UndoReport:
         if not isinstance(synthesis_id, str) or not synthesis_id:

@@ -591,9 +591,15 @@ def forget_matching(
     Active, consolidated, archived and superseded memories, summaries, metadata and
     sources are searched. A member already garbage-collected is found by its whole text
     only."""
-    if not yes:
-        typer.confirm("Erase every memory holding this text, for good?", abort=True, err=True)
     with _open(ctx, model=False) as engine:
+        if not yes:
+            plan = engine.forget_matching(text, dry_run=True)
+            for i in plan.erased:
+                err.print(f"  {i}  [dim]{escape(engine.get(i).text)}[/dim]", soft_wrap=True)
+            typer.confirm(
+                f"Erase {len(plan.erased)} memories (and rebuild or drop "
+                f"{len(plan.rebuilt)} summaries) for good?", abort=True, err=True,
+            )
         report = engine.forget_matching(text, compact=compact)
     out.print(f"erased {len(report.erased)} memor{'y' if len(report.erased) == 1 else 'ies'}, "
               f"rebuilt {len(report.rebuilt)} and dropped {len(report.cascaded)} "

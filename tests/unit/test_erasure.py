@@ -379,3 +379,19 @@ def test_decoded_records_of_a_forgotten_memory_leave_the_process() -> None:
     assert len(cache) == 2
     cache.forget(NS)
     assert len(cache) == 1  # another namespace's records stay
+
+
+def test_forget_matching_dry_run_says_what_would_go_and_changes_nothing(
+    engine: MemoryEngine,
+) -> None:
+    a = engine.observe(f"the alarm code is {SECRET}")
+    b = engine.observe("the alarm is in the hall")
+    c = engine.observe("the hall light is broken")
+    node = consolidate_by_hand(engine, [a, b, c])
+    before = list(engine.export())
+    plan = engine.forget_matching(SECRET, dry_run=True)
+    assert plan.erased == (a.id,) and plan.rebuilt == (node.id,)
+    assert list(engine.export()) == before
+    done = engine.forget_matching(SECRET)
+    assert done.erased == plan.erased and done.rebuilt == plan.rebuilt
+    del b, c

@@ -70,10 +70,11 @@ def test_forget_a_member_rebuilds_the_synthesis_from_the_others(
     engine: MemoryEngine,
 ) -> None:
     a = engine.observe("my passport number is X1234567", importance=0.5)
-    b = engine.observe("I renewed my passport in Lisbon", importance=0.5)
-    c = engine.observe("the passport office was slow", importance=0.5)
+    b = engine.observe("we walked along the river in Lisbon", importance=0.5)
+    c = engine.observe("the office was slow today", importance=0.5)
     node = synthesize_by_hand(engine, [a, b, c])
     assert {h.id for h in engine.recall("passport number", k=5)} == {node.id}
+    assert engine.history(memory_id=a.id) == [engine.get(a.id)]  # no other version
 
     n = engine.forget(a.id)
 
