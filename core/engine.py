@@ -164,6 +164,9 @@ class MemoryEngine:
         ))
         if check_embedder:  # off only to re-embed a store after a model change
             self._admin.check_embedder()
+            if policy.background.check_vectors_on_open:
+                # a process killed with vectors queued left records without them: flag it
+                vector_sync.find_behind(self._ctx)
         self._maintenance.finish_forgets()  # a forget a crash interrupted is finished now
 
     def _wire(self, ctx: EngineContext) -> None:
@@ -436,6 +439,7 @@ class MemoryEngine:
             validation.positive_int(max_workers, "max_workers")
         validation.callback(progress, "progress")
         validation.callback(kill_hook, "kill_hook")
+        self._heal(self._ctx.namespace(namespace, flush=False, index=False), dry_run)
         return self._maintenance.consolidate(
             namespace,
             synthesizer=synthesizer if synthesizer is not None else self.synthesizer,
@@ -517,6 +521,7 @@ class MemoryEngine:
         _check_namespace(namespace)
         validation.flag(dry_run, "dry_run")
         validation.callback(progress, "progress")
+        self._heal(namespace, dry_run)
         return self._maintenance.gc(namespace, dry_run, progress)
 
     def sweep(
@@ -534,6 +539,7 @@ class MemoryEngine:
         validation.flag(dry_run, "dry_run")
         validation.callback(progress, "progress")
         _check_synthesizer(synthesizer)
+        self._heal(namespace, dry_run)
         return self._maintenance.sweep(
             namespace, dry_run=dry_run, progress=progress, synthesizer=synthesizer,
             default_synthesizer=self.synthesizer, consolidate=self.consolidate,
@@ -549,7 +555,21 @@ class MemoryEngine:
     # ------------------------------------------------------------------ inspection
 
     def stats(self, *, namespace: str | None = None) -> dict[str, Any]:
-        return self._admin.stats(namespace)
+        """Counts of a namespace's memories by status and tier, its vectors, and whether
+        the vector index needs `repair` (`vector_repair_needed`: the store is flagged, or
+        this namespace has records without vectors)."""
+        out = self._admin.stats(namespace)
+        if not out.get("vector_repair_needed"):
+            out["vector_repair_needed"] = (
+                vector_sync.missing_vectors(self._ctx, out["namespace"]) > 0
+            )
+        return out
+
+    def _heal(self, namespace: str | None, dry_run: bool) -> None:
+        """A maintenance run first repairs the vectors a crash left behind (a dry run
+        changes nothing)."""
+        if not dry_run:
+            vector_sync.heal(self._ctx, namespace, lambda ns: self.repair(namespace=ns))
 
     def namespaces(self) -> list[str]:
         return self._admin.namespaces()

@@ -363,6 +363,11 @@ class BackgroundPolicy:
     index_async: bool = _num(True, _FLAG)  # False: observe writes its vectors before returning
     index_queue: int = _num(4096, _POSITIVE)  # queued vectors; a full queue makes observe wait
     index_retries: int = _num(3)  # re-tries of a failed background index write before it is logged
+    # On open, count each namespace's records against its vectors, so records a killed
+    # process left without vectors are flagged (`stats()["vector_repair_needed"]`) and
+    # repaired by the next maintenance run. Costs two counts per namespace at open; off
+    # for a store with very many namespaces that opens often.
+    check_vectors_on_open: bool = _num(True, _FLAG)
 
     def __post_init__(self) -> None:
         _raise(_problems(self))

@@ -3,13 +3,16 @@
 Write order is record first, vectors second: the record store is the truth and the
 vector index is derived, so a crash between the two leaves a record that `repair()`
 can index, never a vector without a record. A failed index write does not undo the
-record: it is logged and the store is flagged (`VECTORS_BEHIND`) for `repair()`.
+record: it is logged and the store is flagged (`VECTORS_BEHIND`) for `repair()`. A
+process killed with vectors still queued cannot flag anything: the next engine to open
+the store finds the records that outnumber their vectors (`find_behind`) and flags it,
+and the next maintenance run repairs them first (`heal`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -138,3 +141,40 @@ def stored_or_embedded(ctx: EngineContext, namespace: str, memories: Sequence[Me
     if not memories:
         return np.zeros((0, ctx.embedder.dimension), dtype=np.float32)
     return np.stack([stored[m.id] for m in memories]).astype(np.float32)
+
+
+# ---------------------------------------------------------------------- vectors behind
+
+
+def missing_vectors(ctx: EngineContext, namespace: str) -> int:
+    """How many more records the namespace holds than the vector index has vectors for
+    (vectors waiting in a shared outbox count as there). More than 0: records a crash,
+    a kill or a failed index write left without their vector, which dense recall cannot
+    find until `repair` indexes them. A fact stored with `index=False` counts too."""
+    records = ctx.store.count(namespace).get("total", 0)
+    have = ctx.vectors.count(namespace)
+    queued = ctx.caps.pending(namespace) if ctx.caps.pending is not None else 0
+    return max(0, records - have - queued)
+
+
+def find_behind(ctx: EngineContext, namespaces: Sequence[str] | None = None) -> list[str]:
+    """The namespaces (all of them by default) whose records outnumber their vectors; the
+    store is flagged (`VECTORS_BEHIND`) when there is any, so the state survives the
+    process and every engine on the store reports it."""
+    spaces = ctx.store.namespaces() if namespaces is None else namespaces
+    behind = [ns for ns in spaces if missing_vectors(ctx, ns) > 0]
+    if behind and ctx.store.get_meta(VECTORS_BEHIND) != "1":
+        ctx.store.set_meta(VECTORS_BEHIND, "1")
+    return behind
+
+
+def heal(ctx: EngineContext, namespace: str | None, repair: Callable[[str], object]) -> None:
+    """Before a maintenance run: when the store is flagged, the namespaces it will work on
+    that lack vectors are repaired first, and the flag is cleared once none does."""
+    if ctx.store.get_meta(VECTORS_BEHIND) != "1":
+        return
+    for ns in find_behind(ctx, None if namespace is None else [namespace]):
+        log.warning("namespace %r has records without vectors: repairing the index", ns)
+        repair(ns)
+    if not find_behind(ctx):
+        ctx.store.set_meta(VECTORS_BEHIND, "0")
