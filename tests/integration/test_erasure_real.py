@@ -216,6 +216,11 @@ def test_the_cli_erases_a_text_and_takes_a_consolidation_apart(tmp_path: Path) -
         assert result.exit_code == 0, f"{result.output}\n{result.exception!r}"
         return result.output
 
+    declined = runner.invoke(app, ["--home", str(home), "-n", NS, "forget-matching", SECRET],
+                             input="n\n")
+    # four traces and both versions of the fact
+    assert declined.exit_code == 1 and "Erase 6 memories" in declined.output
+    assert all(t in declined.output for t in traces)  # shown before the question
     said = cli("forget-matching", SECRET, "--yes")
     assert "erased 6 memories" in said and "dropped 1 synthesis" in said
     assert "complete=True" in cli("purge")
