@@ -196,4 +196,5 @@ class Maintenance:
         self.ctx.indexer.flush()
         n = self.ctx.store.delete_namespace(ns)
         self.ctx.vectors.drop_namespace(ns)
+        self.erase_residue(ns, [], False)  # SQLite's WAL truncated: no page of it stays there
         return n
