@@ -9,16 +9,31 @@ are versions of one thing. Here, for every older version among the candidates, t
 newest version of its group is pulled in with at least the older one's relevance and
 placed above it, with an explanation that says so. Pure: the recall path reads the
 links and records, this decides.
+
+Links stored on write are not the only ones: two hits of one recall that read as versions
+of one thing (`implicit_links`, the write path's own judgement on the pair) are joined for
+that recall, so versions the write path did not link (a chain told in several pieces) still
+rank newest first; such a link only reorders hits already in the ranking. The newest
+version also ranks above the turns around its versions that state nothing of their own
+(an assistant's "Noted, your doctor.", an intro "About my pay."), and a question about the
+past ("where did I live before Lisbon?") gets no arbitration at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import functools
+import itertools
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+import numpy as np
+
+from . import updates
 from .models import Edge, EdgeType, Memory
 from .policy import Policy
+from .ports import Vector
 from .retrieval import Candidate, Ranked
 from .scoring import decay_score, final_score
 
@@ -28,6 +43,85 @@ _ABOVE = 1e-9
 _SNIPPET = 60  # characters of the older text quoted in an explanation
 
 VERSION_EDGES = (EdgeType.SUPERSEDES, EdgeType.UPDATES)
+
+# A question about an earlier state: the older version is the answer, not the newer.
+_PAST_QUESTION = re.compile(
+    r"\b(?:before|previous(?:ly)?|used to|did \w+ use to|formerly|former|originally|"
+    r"at first|in the past|back then|prior to|any ?more|no longer|(?:my|our|the) old|earlier)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_past(query: str) -> bool:
+    """'Where did I live before Lisbon?', 'What car did I use to drive?': the question
+    wants an earlier version, so recall ranks by relevance alone and may return a
+    retired version."""
+    return _PAST_QUESTION.search(query) is not None
+
+
+@functools.lru_cache(maxsize=16_384)
+def reading(text: str) -> updates.Reading:
+    """`updates.read`, remembered per text (recall reads the same hits again and again)."""
+    return updates.read(text)
+
+
+def implicit_links(
+    ranked: Sequence[Ranked],
+    vectors: Mapping[str, Vector],
+    policy: Policy,
+) -> dict[str, set[str]]:
+    """Pairs of hits that read as an older and a newer version of one thing, judged as
+    the write path judges (core/updates.py) on their own texts and cosine: newer id ->
+    older ids. Only pairs whose older one ranks above the newer one are looked at, and
+    only users' statements (never an assistant's words)."""
+    out: dict[str, set[str]] = {}
+    items = [
+        r for r in ranked
+        if r.memory.id in vectors and not updates.is_assistant(r.memory.text, r.memory.metadata)
+    ]
+    for hi, lo in itertools.combinations(items, 2):  # hi ranks above lo
+        old, new = hi.memory, lo.memory
+        if (new.created_at, new.id) <= (old.created_at, old.id):
+            continue
+        r_new = reading(new.text)
+        if not updates.may_update(r_new, policy):
+            continue
+        r_old = reading(old.text)
+        if not r_old.values:
+            continue  # "About my pay.": it names a subject, it states no value
+        sim = _cosine(vectors[new.id], vectors[old.id])
+        if sim < policy.updates.typed_similarity:
+            continue
+        signals = updates.judge(r_new, r_old, sim, 0.0, policy)
+        # only a typed value replaced by one of its type: a looser link here would join
+        # two things' versions into one group for this recall
+        if signals.verdict is not updates.Verdict.NONE and signals.same_type is not None:
+            out.setdefault(new.id, set()).add(old.id)
+    return out
+
+
+def _cosine(a: Vector, b: Vector) -> float:
+    x = np.asarray(a, dtype=np.float32)
+    y = np.asarray(b, dtype=np.float32)
+    n = float(np.linalg.norm(x)) * float(np.linalg.norm(y))
+    return float(x @ y) / n if n > 0 else 0.0
+
+
+def _echoes(
+    m: Memory, chain: Sequence[Memory], links: Mapping[str, set[str]], policy: Policy
+) -> bool:
+    """Does `m` speak around a version without stating anything itself: an assistant's
+    reply, or a user's short intro with no value of its own ("About my pay."), said close
+    to one of the versions, and no version of anything itself?"""
+    if m.id in links or m.id in {c.id for c in chain}:
+        return False
+    within = timedelta(seconds=policy.updates.context_seconds)
+    if not any(abs(m.created_at - c.created_at) <= within for c in chain):
+        return False
+    if updates.is_assistant(m.text, m.metadata):
+        return True
+    r = reading(m.text)
+    return not r.values and not r.cue and len(r.sequence) <= policy.updates.echo_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +226,13 @@ def arbitrate(
             score = max(score, cur.score)
         if old_rank is not None and score <= old_rank.score:
             score = old_rank.score + _ABOVE
+        if old_rank is not None:
+            for r in by_id.values():
+                if (
+                    r.score >= score and r.memory.id != new.id
+                    and _echoes(r.memory, chain, links, policy)
+                ):
+                    score = r.score + _ABOVE
         base = cur.candidate if cur is not None else Candidate(new.id, 0.0, 0.0, rel)
         cand = Candidate(
             new.id, base.dense, base.lexical, rel, base.hops, base.via, base.context

@@ -185,6 +185,11 @@ class UpdatePolicy:
     # many words; a longer turn with a name states a fact of its own ("My GP is Dr.
     # Nguyen at the clinic") and lends no subject. Higher lends more, and more wrongly.
     intro_words: int = _num(5)
+    # At recall, the newest version ranks above the turns said around its versions that
+    # state nothing (an assistant's "Noted, your pay.", a user's "About my pay."): a
+    # user's turn of at most this many words with no value. Higher lifts the newest
+    # version over more of the small talk near it.
+    echo_words: int = _num(8)
     recent_turns: int = _num(16, _POSITIVE)  # recent traces per namespace kept for context
     # score = max(similarity, context) + the bonuses below. A value of the same type
     # replaced (a city by a city) is the strongest evidence; a cue word is weak evidence

@@ -18,7 +18,7 @@ from datetime import datetime
 
 import numpy as np
 
-from .arbitration import Arbitration, arbitrate, version_links
+from .arbitration import Arbitration, arbitrate, asks_about_past, implicit_links, version_links
 from .clock import utc
 from .context import EngineContext
 from .errors import InvalidInput, InvalidVector
@@ -60,6 +60,9 @@ class RecallRequest:
     reinforce: bool
     # the query's embedding when the caller already has it (several namespaces, one query)
     vector: Vector | None = field(default=None, compare=False)
+    # the question asks about an earlier state ("where did I live before Lisbon?"):
+    # retired versions may answer, and no newer version is ranked above an older one
+    past: bool = False
 
     @property
     def historical(self) -> bool:
@@ -71,7 +74,7 @@ class RecallRequest:
             return False
         if self.as_of is not None:
             return m.status is not Status.ARCHIVED and m.valid_at(self.when)
-        return self.include_history or m.is_active
+        return self.include_history or self.past or m.is_active
 
 
 class RecallPath:
@@ -126,6 +129,7 @@ class RecallPath:
             token_budget=token_budget,
             reinforce=reinforce,
             vector=vector,
+            past=asks_about_past(query),
         )
 
     def recall(self, ns: str, req: RecallRequest) -> RecallResult:
@@ -320,7 +324,7 @@ class RecallPath:
         relevance). Their version links are read in one call per step of a chain."""
         policy = self.ctx.policy
         hops = policy.updates.arbitration_hops
-        if hops <= 0 or not ranked:
+        if hops <= 0 or not ranked or req.past:
             return Arbitration(ranked, {})
         window = ranked[: req.k + policy.retrieval.expansion_seeds]
         cut = ranked[req.k - 1].score if len(ranked) >= req.k else 0.0
@@ -354,6 +358,14 @@ class RecallPath:
             for k, v in more.items():
                 links.setdefault(k, set()).update(v)
             frontier = {n for i in frontier for n in more.get(i, ())} - seen
+        # versions the write path did not link, judged on the top hits' own texts
+        top = ranked[: req.k]
+        fetch = self.ctx.caps.embeddings or self.ctx.caps.stored_vectors
+        vectors = fetch(ns, [r.memory.id for r in top]) if fetch is not None else {}
+        for newer, older in implicit_links(top, vectors, policy).items():
+            for o in older:
+                links.setdefault(newer, set()).add(o)
+                links.setdefault(o, set()).add(newer)
         if not any(i in links for i in olders):
             return Arbitration(ranked, {})
         return arbitrate(ranked, olders, known, links, req.when, policy, req.admit,

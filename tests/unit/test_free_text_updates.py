@@ -10,12 +10,18 @@ from typing import Any
 import pytest
 
 from reverie.core import InvalidInput, InvalidPolicy, Policy, Status
-from reverie.core.arbitration import arbitrate, newest, version_links
+from reverie.core.arbitration import (
+    arbitrate,
+    asks_about_past,
+    implicit_links,
+    newest,
+    version_links,
+)
 from reverie.core.engine import MemoryEngine
 from reverie.core.models import Edge, EdgeType, Kind, Memory, Tier
 from reverie.core.policy import UpdatePolicy
 from reverie.core.retrieval import Candidate, Ranked
-from reverie.core.updates import Verdict, is_assistant, judge, read
+from reverie.core.updates import Verdict, introduces, is_assistant, judge, read
 from reverie.core.writing import SUPERSEDED_KEY, UPDATE_KEY
 from tests.unit.conftest import T0, make_engine
 
@@ -279,3 +285,145 @@ def test_forget_leaves_no_text_in_the_recent_turns_kept_for_updates(engine: Memo
     engine.forget_namespace("ns2")
     recent = [r.memory.id for q in engine._writes.versions._recent.values() for r in q]
     assert other.id not in recent
+
+
+# ----------------------------------------------------------------------------- case by case
+
+
+def test_a_value_restated_without_a_change_word_outdates_but_never_retires() -> None:
+    old = "user: My annual salary is $95,000."
+    new = "user: FYI my annual salary is $104,000."
+    assert verdict(new, old, similarity=0.85) is Verdict.OUTDATES
+    # below the typed similarity it is no link: the two may speak of different things
+    assert verdict(new, old, similarity=0.45) is Verdict.NONE
+    # told as a past event, a new number is a second event, not a new version
+    assert verdict("The bowl I made for soup number 2 was chipped.",
+                   "The bowl I made for soup number 1 was chipped.", 0.95) is Verdict.NONE
+
+
+def test_look_alikes_that_differ_in_what_they_name_before_the_value() -> None:
+    # "my dentist" and "my dermatologist": each names a subject the other does not
+    s = judge(read("user: My dermatologist is Dr. Nguyen."),
+              read("user: My dentist is Dr. Okafor."), 0.56, 0.0, Policy())
+    assert s.verdict is Verdict.NONE and s.contrast == "dentist/dermatologist"
+    # amounts an order of magnitude apart are two quantities: a rent is no salary
+    s = judge(read("user: I pay $1,350 a month for my apartment."),
+              read("user: My annual pay is $95,000."), 0.64, 0.0, Policy())
+    assert s.same_type is None and s.verdict is Verdict.NONE
+    # "I live in Berlin with my partner" speaks of the speaker, as "we" does
+    assert verdict("user: We moved to Seattle.", "user: I live in Berlin with my partner.",
+                   0.5) is not Verdict.NONE
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        # the new text names the old one's thing again and states no new value of it
+        ("user: Actually, the Dune movie was better than I expected.",
+         "user: We watched the new Dune movie last night."),
+        # the old one states a day; the new one says something else about the place
+        ("user: The food bank moved to a warehouse with more storage space.",
+         "user: I volunteer at the food bank on Wednesdays."),
+    ],
+)
+def test_a_change_word_about_the_same_thing_is_no_new_value(new: str, old: str) -> None:
+    assert verdict(new, old, similarity=0.8) is Verdict.NONE
+
+
+def test_a_change_word_with_a_plain_word_value_outdates() -> None:
+    # no typed value ("by bus" is a plain word), a change word and similar texts
+    assert verdict("user: Heads up, my commute got changed to going by bus.",
+                   "user: I commute to the office by car, about forty minutes.", 0.62) is (
+        Verdict.OUTDATES
+    )
+
+
+def test_which_turns_introduce_the_subject_of_an_elliptical_update() -> None:
+    p = Policy()
+    assert introduces(read("user: About my pay."), p)
+    assert introduces(read("user: Travel update for Boston."), p)
+    assert introduces(read("user: You know the car I was complaining about?"), p)
+    # a fact of its own lends no subject
+    assert not introduces(read("user: My GP is Dr. Nguyen at the Elm Street clinic."), p)
+    assert not introduces(read("user: About the sync on Tuesday at 4 PM."), p)
+    # an elliptical update borrows only a typed value's subject, and never retires on it
+    s = judge(read("user: Raised to $65,000."), read("user: My annual pay is $95,000."),
+              0.2, 0.7, p)
+    assert s.verdict is Verdict.OUTDATES and s.context == 0.7
+    s = judge(read("user: It's an americano now."),
+              read("user: At the cafe I always order a cold brew."), 0.2, 0.7, p)
+    assert s.verdict is Verdict.NONE
+
+
+def test_questions_about_the_past() -> None:
+    assert asks_about_past("Where did I live before Lisbon?")
+    assert asks_about_past("What car did I use to drive?")
+    assert asks_about_past("Who was my previous manager?")
+    assert not asks_about_past("Which city do I live in now?")
+    assert not asks_about_past("When is the quarterly report due?")
+
+
+# ----------------------------------------------------------------------------- recall-time links
+
+
+def _vec(*xs: float) -> Any:
+    import numpy as np
+
+    return np.asarray(xs, dtype=np.float32)
+
+
+def _said(mid: str, minutes: float, text: str, **kw: Any) -> Memory:
+    return Memory(id=mid, namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE, text=text,
+                  created_at=T0 + timedelta(minutes=minutes), **kw)
+
+
+def test_two_hits_that_read_as_versions_are_linked_at_recall() -> None:
+    old = _said("old", 0, "user: The prod containers run Python 3.12.")
+    new = _said("new", 60 * 24 * 30, "user: The prod containers run Python 3.13.")
+    ack = _said("ack", 1, "assistant: Noted, the prod containers run Python 3.12.")
+    ranked = [Ranked(old, Candidate("old", 0.9, 1.0, 0.9), 0.1, 0.82),
+              Ranked(ack, Candidate("ack", 0.8, 0.9, 0.8), 0.1, 0.73),
+              Ranked(new, Candidate("new", 0.5, 0.2, 0.4), 0.5, 0.41)]
+    vectors = {"old": _vec(1, 0.2), "new": _vec(1, 0.3), "ack": _vec(1, 0.2)}
+    links = implicit_links(ranked, vectors, Policy())
+    assert links == {"new": {"old"}}  # an assistant's words are never a version
+    # not similar enough: no link
+    assert implicit_links(ranked, {**vectors, "new": _vec(0, 1)}, Policy()) == {}
+    both = {"old": {"new"}, "new": {"old"}}
+    memories = {m.id: m for m in (old, new, ack)}
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, both, T0 + timedelta(days=31), Policy(),
+                    lambda m: True)
+    # the newer version first, above the assistant's echo of the old one too
+    assert out.ranked[0].memory.id == "new"
+    assert out.ranked[0].score > max(r.score for r in out.ranked[1:])
+
+
+def test_an_intro_and_an_assistant_reply_rank_below_the_newest_version() -> None:
+    old = _said("old", 0, "user: My annual pay is $95,000.")
+    intro = _said("intro", 60 * 24 * 20, "user: About my pay.")
+    new = _said("new", 60 * 24 * 20 + 2, "user: Raised to $118,000.")
+    other = _said("other", 60 * 24 * 10, "user: What's the capital of Japan?")
+    ranked = [Ranked(intro, Candidate("intro", 0.7, 1.0, 0.73), 0.3, 0.70),
+              Ranked(old, Candidate("old", 0.6, 0.8, 0.65), 0.1, 0.60),
+              Ranked(other, Candidate("other", 0.6, 0.8, 0.62), 0.1, 0.59),
+              Ranked(new, Candidate("new", 0.3, 0.0, 0.3), 0.3, 0.30)]
+    memories = {m.id: m for m in (old, new, intro, other)}
+    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=21), Policy(),
+                    lambda m: True)
+    assert [r.memory.id for r in out.ranked] == ["new", "intro", "old", "other"]
+
+
+def test_a_question_about_the_past_gets_the_retired_version() -> None:
+    e = make_engine()
+    old = e.observe("user: I live in Berlin, close to the big park")
+    later(e, days=40)
+    new = e.observe("user: Actually I live in Lisbon now, close to the big park")
+    assert e.get(old.id).status is Status.SUPERSEDED
+    now = [h.id for h in e.recall("where do I live close to the big park", reinforce=False)]
+    assert now[0] == new.id and old.id not in now
+    past = [h.id for h in e.recall("where did I live before, close to the big park",
+                                   reinforce=False)]
+    assert old.id in past
