@@ -45,18 +45,27 @@ _SNIPPET = 60  # characters of the older text quoted in an explanation
 VERSION_EDGES = (EdgeType.SUPERSEDES, EdgeType.UPDATES)
 
 # A question about an earlier state: the older version is the answer, not the newer.
-_PAST_QUESTION = re.compile(
-    r"\b(?:before|previous(?:ly)?|used to|did \w+ use to|formerly|former|originally|"
-    r"at first|in the past|back then|prior to|any ?more|no longer|(?:my|our|the) old|earlier)\b",
+# Some words say so alone ("formerly", "used to"); others ("before", "previous") only in
+# a question in the past tense ("where did I live before Lisbon?", not "when do I go to
+# the gym before work?").
+_PAST_ALONE = re.compile(
+    r"\b(?:previously|formerly|former|used to|did \w+ use to|originally|in the past|"
+    r"back then|(?:my|our) old)\b",
     re.IGNORECASE,
 )
+_PAST_WORD = re.compile(
+    r"\b(?:before|previous|earlier|at first|prior to|any ?more|no longer)\b", re.IGNORECASE
+)
+_PAST_TENSE = re.compile(r"\b(?:did|was|were|had)\b", re.IGNORECASE)
 
 
 def asks_about_past(query: str) -> bool:
     """'Where did I live before Lisbon?', 'What car did I use to drive?': the question
     wants an earlier version, so recall ranks by relevance alone and may return a
     retired version."""
-    return _PAST_QUESTION.search(query) is not None
+    if _PAST_ALONE.search(query):
+        return True
+    return _PAST_WORD.search(query) is not None and _PAST_TENSE.search(query) is not None
 
 
 @functools.lru_cache(maxsize=16_384)

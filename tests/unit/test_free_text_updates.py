@@ -361,6 +361,7 @@ def test_questions_about_the_past() -> None:
     assert asks_about_past("Who was my previous manager?")
     assert not asks_about_past("Which city do I live in now?")
     assert not asks_about_past("When is the quarterly report due?")
+    assert not asks_about_past("When do I hit the gym before work?")
 
 
 # ----------------------------------------------------------------------------- recall-time links
