@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,6 +39,7 @@ from .erasure import (
     FORGET_PENDING,
     MEMBER_STATUSES,
     PROVENANCE_KEY,
+    bottom_up,
     derivation,
     holders,
     plan_erasure,
@@ -143,33 +144,57 @@ def _journaled(store: RecordStore, ns: str) -> bool:
     return bool(entry and entry.get("ids"))
 
 
-def _journal(store: RecordStore, ns: str, add: Iterable[str], drop: Iterable[str]) -> None:
-    """Add and remove ids in the namespace's forget journal; list the namespace as
-    pending (before its first id is added) or not (once it holds none)."""
+def _journal(
+    store: RecordStore,
+    ns: str,
+    add: Iterable[str],
+    drop: Iterable[str],
+    rebuild: Iterable[str] = (),
+) -> None:
+    """Add and remove ids in the namespace's forget journal (with the syntheses to
+    rebuild, so a resumed forget rebuilds one whose member it already rebuilt); list the
+    namespace as pending (before its first id is added) or not (once it holds none)."""
     entry = store.journal_get(ns, FORGET_JOURNAL) or {}
-    ids = (set(map(str, entry.get("ids", []))) | set(add)) - set(drop)
+    dropped = set(drop)
+    ids = (set(map(str, entry.get("ids", []))) | set(add)) - dropped
+    nodes = set(map(str, entry.get("rebuild", []))) | set(rebuild)
+    if not ids:
+        nodes = set()
     pending = _pending(store)
     if ids and ns not in pending:
         store.set_meta(FORGET_PENDING, json.dumps(sorted({*pending, ns})))
-    store.journal_put(ns, FORGET_JOURNAL, {"ids": sorted(ids)})
+    store.journal_put(ns, FORGET_JOURNAL, {"ids": sorted(ids), **(
+        {"rebuild": sorted(nodes)} if nodes else {})})
     if not ids and ns in pending:
         store.set_meta(FORGET_PENDING, json.dumps(sorted(set(pending) - {ns})))
 
 
 def forget_cascade(
-    deps: EvictionDeps, namespace: str, ids: Sequence[str], *, compact: bool = False
+    deps: EvictionDeps,
+    namespace: str,
+    ids: Sequence[str],
+    *,
+    compact: bool = False,
+    rebuild: Iterable[str] = (),
 ) -> ForgetReport:
     """Erase `ids`, their versions and what they were made from; rebuild or drop the
-    syntheses above them. Journaled: a crash part way is finished by `finish_forgets`."""
+    syntheses above them (and `rebuild`, with every synthesis above it: a resumed forget
+    passes the ones its interrupted run had planned). Journaled: a crash part way is
+    finished by `finish_forgets`."""
     store = deps.store
     plan = plan_erasure(store, namespace, ids)
     if not plan.erase:
         return ForgetReport(requested=plan.requested)
+    again = set(rebuild)
+    if again:
+        graph = plan.derivation
+        nodes = (set(plan.affected) | again | graph.above(again)) - plan.erase
+        plan = replace(plan, affected=bottom_up(graph, nodes & set(graph.nodes)))
     erase = sorted(plan.erase)
     stored = sorted(store.get_many(namespace, erase))
     if not stored and not plan.affected and not _journaled(store, namespace):
         return ForgetReport(requested=plan.requested)  # nothing holds these ids
-    _journal(store, namespace, erase, ())
+    _journal(store, namespace, erase, (), plan.affected)
     deleted = store.delete(namespace, erase)
     deps.vectors.delete(namespace, erase)
     gone = set(plan.erase)
@@ -327,10 +352,10 @@ def finish_forgets(deps: EvictionDeps, namespaces: Iterable[str] | None = None) 
     spaces = list(namespaces) if namespaces is not None else _pending(store)
     finished = 0
     for ns in spaces:
-        entry = store.journal_get(ns, FORGET_JOURNAL)
-        ids = [str(i) for i in (entry or {}).get("ids", [])]
+        entry = store.journal_get(ns, FORGET_JOURNAL) or {}
+        ids = [str(i) for i in entry.get("ids", [])]
         if ids:
-            forget_cascade(deps, ns, ids)
+            forget_cascade(deps, ns, ids, rebuild=[str(i) for i in entry.get("rebuild", [])])
             finished += 1
         elif ns in _pending(store):
             _journal(store, ns, (), ())

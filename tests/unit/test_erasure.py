@@ -395,3 +395,44 @@ def test_forget_matching_dry_run_says_what_would_go_and_changes_nothing(
     done = engine.forget_matching(SECRET)
     assert done.erased == plan.erased and done.rebuilt == plan.rebuilt
     del b, c
+
+
+class Killed(BaseException):
+    """The process killed (not an error the index write's handler would log and absorb)."""
+
+
+class CrashOnUpsert(InMemoryVectorIndex):
+    """Dies when the vector of one chosen memory is written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fatal: str | None = None
+
+    def upsert(self, namespace: str, items: Sequence[Any]) -> None:
+        if any(item.id == self.fatal for item in items):
+            raise Killed(namespace)
+        super().upsert(namespace, items)
+
+
+def test_a_resumed_forget_rebuilds_the_synthesis_above_one_it_had_rebuilt() -> None:
+    store, index = InMemoryStore(), CrashOnUpsert()
+    engine = _engine(store, index)
+    a = engine.observe(f"the boat key code is {SECRET}")
+    b = engine.observe("the boat is moored at pier four")
+    d = engine.observe("the boat needs new paint")
+    c = engine.observe("the harbour closes at nine")
+    low = consolidate_by_hand(engine, [a, b, d])
+    top = consolidate_by_hand(engine, [engine.get(low.id), c])
+    assert SECRET in engine.get(top.id).text
+    index.fatal = low.id  # dies after the low synthesis is rebuilt, before the top one
+    with pytest.raises(Killed):
+        engine.forget(a.id)
+    assert SECRET not in store.get(NS, low.id).text  # type: ignore[union-attr]
+    assert SECRET in store.get(NS, top.id).text  # type: ignore[union-attr]
+    index.fatal = None
+
+    reopened = _engine(store, index)
+
+    assert holding(reopened, SECRET) == []
+    assert reopened.get(top.id).derived_from == {low.id, c.id}
+    assert store.journal_get(NS, FORGET_JOURNAL) == {"ids": []}
