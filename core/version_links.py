@@ -82,23 +82,34 @@ class VersionLinks:
             ]
         if not (updates.may_update(p.reading, self.ctx.policy) or context):
             return None
-        own = self.near(ns, vec, recent, ())
+        # The vector index is asked only with a change word, a preference or an intro
+        # before: a plain statement of a value (most turns) is compared with the recent
+        # turns kept in memory, at no query's cost; versions further back that only
+        # restate a value are joined at recall (core/arbitration.py, implicit links).
+        ask = p.reading.cue or p.reading.state or bool(context)
+        own = self.near(ns, vec, recent, (), ask)
         lent: dict[str, float] = {}
         skip = {c.memory.id for c in context}
         for c in context:
-            for mid, sim in self.near(ns, c.vector, recent, skip).items():
+            for mid, sim in self.near(ns, c.vector, recent, skip, ask).items():
                 lent[mid] = max(lent.get(mid, 0.0), sim)
+        if not own and not lent:
+            return None
         return own, lent
 
     def near(
-        self, ns: str, vec: Vector, recent: Sequence[Recent], skip: Iterable[str]
+        self, ns: str, vec: Vector, recent: Sequence[Recent], skip: Iterable[str],
+        ask: bool = True,
     ) -> dict[str, float]:
         policy = self.ctx.policy.updates
         out: dict[str, float] = {}
-        hits = self.ctx.vectors.query(ns, vec, policy.neighbours, {"status": Status.ACTIVE.value})
-        for h in hits:
-            if h.similarity >= policy.min_similarity:
-                out[h.id] = h.similarity
+        if ask:
+            hits = self.ctx.vectors.query(
+                ns, vec, policy.neighbours, {"status": Status.ACTIVE.value}
+            )
+            for h in hits:
+                if h.similarity >= policy.min_similarity:
+                    out[h.id] = h.similarity
         if recent:
             for r, sim in zip(recent, cosines(vec, [r.vector for r in recent]), strict=True):
                 if sim >= policy.min_similarity and sim > out.get(r.memory.id, -1.0):
