@@ -148,7 +148,9 @@ _VERSIONS_EXAMPLE_IN = (
     "F1 [2025-01-03] Sam's gym membership costs $40 a month.\n"
     "F2 [2025-01-10] Sam goes to the gym on Mondays after work.\n"
     "F3 [2025-02-01] Heads up, Sam's gym membership went up to $55 a month.\n"
-    "F3 may replace F1."
+    "Open versions (the newest value wins):\n"
+    "- F1 may be replaced by F3, which says: Heads up, Sam's gym membership went up to $55 "
+    "a month."
 )
 _VERSIONS_EXAMPLE_OUT = (
     '{"synthesis": "Sam goes to the gym on Mondays after work (2025-01-10). The membership '
@@ -206,8 +208,11 @@ def build_prompt(members: Sequence[Memory]) -> str:
         f"{label} [{m.created_at:%Y-%m-%d}] {' '.join(m.text.split())}"
         for label, m in zip(found.labels, in_time_order(members), strict=True)
     ]
-    lines += [
-        f"{' or '.join(newer)} may replace {older}."
+    by_label = dict(zip(found.labels, in_time_order(members), strict=True))
+    lines.append("Open versions (the newest value wins):")
+    lines += [  # the newer text last, where a small model looks for what to say
+        f"- {older} may be replaced by {newer[-1]}, which says: "
+        f"{' '.join(by_label[newer[-1]].text.split())}"
         for older, newer in found.replaced_by.items()
     ]
     return _VERSIONS_INSTRUCTIONS.format(
@@ -364,9 +369,10 @@ def _outdated(
             by_id[found.labels[label]].text
         )
         if fresh and not any(v in plain for v in fresh):
+            said = " ".join(by_id[found.labels[newest]].text.split())
             problems.append(
-                f"'synthesis' must state the newest value, which replaced {label}'s: "
-                f"{newest} says {', '.join(sorted(fresh))}"
+                f"'synthesis' must state the newest value ({', '.join(sorted(fresh))}), "
+                f"which replaced {label}'s: {newest} says \"{said}\""
             )
     return tuple(found.labels[x] for x in labels), problems
 

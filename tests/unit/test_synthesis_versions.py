@@ -75,7 +75,8 @@ def test_prompt_and_schema_offer_the_open_pairs_only() -> None:
     prompt = build_prompt(members)
     assert "F1 [2025-01-01] user: I live in Berlin" in prompt
     assert "F3 [2025-05-01] user: We finally moved to Lisbon" in prompt
-    assert "F3 may replace F1." in prompt and "chosen from: F1." in prompt
+    assert "- F1 may be replaced by F3, which says: user: We finally moved" in prompt
+    assert "chosen from: F1." in prompt
     schema = synthesis_schema(members)
     assert schema["properties"]["outdated"]["items"]["enum"] == ["F1"]
     assert schema["required"][-1] == "outdated"
@@ -101,7 +102,7 @@ def test_a_valid_answer_names_the_members_to_supersede() -> None:
         ({"outdated": ["F2"]}, "may name only F1 (a fragment a newer one may replace), not F2"),
         ({"outdated": "F1"}, "'outdated' must be a list of fragment labels"),
         ({"synthesis": "The user lives in Berlin and runs in the park."},
-         "'synthesis' must state the newest value, which replaced F1's: F3 says lisbon"),
+         "'synthesis' must state the newest value (lisbon), which replaced F1's: F3 says"),
     ],
 )
 def test_an_answer_that_names_what_it_may_not_is_refused(
