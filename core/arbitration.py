@@ -125,10 +125,14 @@ def _echoes(
     if m.id in links or m.id in {c.id for c in chain}:
         return False
     within = timedelta(seconds=policy.updates.context_seconds)
-    if not any(abs(m.created_at - c.created_at) <= within for c in chain):
-        return False
     if updates.is_assistant(m.text, m.metadata):
-        return True
+        # a reply to an older version, said just after it
+        return any(
+            timedelta(0) <= m.created_at - c.created_at <= within for c in chain[:-1]
+        )
+    # an intro said just before a newer version
+    if not any(timedelta(0) <= c.created_at - m.created_at <= within for c in chain[1:]):
+        return False
     r = reading(m.text)
     return not r.values and not r.cue and len(r.sequence) <= policy.updates.echo_words
 
