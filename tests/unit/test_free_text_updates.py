@@ -428,3 +428,25 @@ def test_a_question_about_the_past_gets_the_retired_version() -> None:
     past = [h.id for h in e.recall("where did I live before, close to the big park",
                                    reinforce=False)]
     assert old.id in past
+
+
+def test_a_restated_value_is_linked_through_the_recent_turns_without_an_index_query() -> None:
+    e = make_engine()
+    old = e.observe("user: My annual salary is $95,000 before tax.")
+    later(e, hours=3)
+    asked: list[str] = []
+    index = e._writes.ctx.vectors
+    query = index.query
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        asked.append("query")
+        return query(*args, **kw)
+
+    index.query = counting  # type: ignore[method-assign]
+    new = e.observe("user: My annual salary is $104,000 before tax.")
+    assert asked == []  # no change word: compared with the recent turns only
+    why = e.get(new.id).metadata[UPDATE_KEY]
+    assert why["of"] == old.id and why["verdict"] == "outdates" and why["same_type"] == "money"
+    assert e.get(old.id).is_active  # a restated value never retires the older
+    res = e.recall("what is my annual salary before tax", reinforce=False)
+    assert res[0].id == new.id
