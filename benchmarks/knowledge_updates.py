@@ -380,8 +380,11 @@ def run_locomo(engine: Any, clock: Any, embedder: MemoEmbedder,
     from locomo import DATA as LOCOMO_DATA
     from locomo import load
 
+    from reverie.core.writing import UPDATE_KEY
+
     convs = load(LOCOMO_DATA)[: n_conversations or None]
     pairs = []
+    weak: list[dict[str, Any]] = []  # "possibly outdated" links: nothing hidden, reordered
     total = 0
     for sample, turns, _questions in convs:
         ns = f"locomo-ku/{sample}"
@@ -393,6 +396,12 @@ def run_locomo(engine: Any, clock: Any, embedder: MemoEmbedder,
         total += len(turns)
         mems = {m.id: m for m in engine.memories(namespace=ns)}
         for m in mems.values():
+            link = m.metadata.get(UPDATE_KEY)
+            older = mems.get(link["of"]) if isinstance(link, dict) else None
+            if older is not None and link.get("verdict") == "outdates":
+                weak.append({"conversation": sample, "text": older.text, "by_text": m.text,
+                             "similarity": link.get("similarity"),
+                             "same_type": link.get("same_type"), "cue": link.get("cue")})
             if m.status.value == "active":
                 continue
             by = mems.get(m.superseded_by) if m.superseded_by else None
@@ -417,7 +426,7 @@ def run_locomo(engine: Any, clock: Any, embedder: MemoEmbedder,
     return {"conversations": len(convs), "turns": total, "retired": len(pairs),
             "cross_speaker": sum(not p["same_speaker"] for p in pairs),
             "by_cue": dict(Counter(str(p["cue"]) for p in pairs).most_common()),
-            "pairs": pairs}
+            "pairs": pairs, "outdated": len(weak), "outdated_pairs": weak}
 
 
 def _speaker(text: str) -> str:
@@ -649,6 +658,16 @@ def render(r: dict[str, Any]) -> str:
                      f"{_cell(a['text'], 400)} | {a['by_turn']} ({a['by_at']}): "
                      f"{_cell(a['by_text'], 400)} | {a['cue'] or '-'} | "
                      f"{_f2(a['cosine'])} |")
+        weak = lo.get("outdated_pairs", [])
+        L += ["", f"Weaker links at ingest (the older memory stays current and ranks below "
+              f"the newer one when both are candidates): **{len(weak)}**.", ""]
+        if weak:
+            L += ["| # | conv | older | newer | same type | cue | cos |",
+                  "|---|---|---|---|---|---|---|"]
+            for n, a in enumerate(weak, 1):
+                L.append(f"| {n} | {a['conversation']} | {_cell(a['text'], 300)} | "
+                         f"{_cell(a['by_text'], 300)} | {a['same_type'] or '-'} | "
+                         f"{'yes' if a['cue'] else '-'} | {_f2(a['similarity'])} |")
     return "\n".join(L) + "\n"
 
 
