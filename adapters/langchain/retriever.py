@@ -32,6 +32,7 @@ from reverie.adapters.arguments import (
     check_namespace,
     check_positive_int,
 )
+from reverie.adapters.hits import KIND, STATUS, TIER, explanation_dict, iso
 from reverie.core.engine import Hit, MemoryEngine, RecallResult
 
 __all__ = ["ReverieLangChainRetriever", "ReverieRetriever", "hit_metadata", "hit_to_document"]
@@ -47,13 +48,13 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "id": m.id,
         "namespace": m.namespace,
-        "kind": m.kind.value,
-        "tier": m.tier.value,
-        "status": m.status.value,
+        "kind": KIND[m.kind],
+        "tier": TIER[m.tier],
+        "status": STATUS[m.status],
         "sources": sorted(m.sources),
         "score": round(hit.score, 6),
-        "explanation": hit.explanation.as_dict(),
-        "created_at": m.created_at.isoformat(),
+        "explanation": explanation_dict(hit.explanation),
+        "created_at": iso(m.created_at),
         "confidence": m.confidence,
         "importance": m.importance,
     }
@@ -64,7 +65,7 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
             "object": m.fact.object,
         }
     if m.valid_to is not None:
-        meta["valid_to"] = m.valid_to.isoformat()
+        meta["valid_to"] = iso(m.valid_to)
     return meta
 
 

@@ -25,6 +25,7 @@ from reverie.adapters.arguments import (
     check_namespace,
     check_positive_int,
 )
+from reverie.adapters.hits import KIND, STATUS, TIER, explanation_dict, iso
 from reverie.core.engine import Hit, MemoryEngine, RecallResult
 from reverie.core.errors import InvalidInput, MissingExtra
 from reverie.core.models import Kind, parse_kind
@@ -44,28 +45,34 @@ DEFAULT_K = 5  # framework-face default, per retriever (LlamaIndex's own default
 _LLM_VISIBLE = frozenset({"created_at"})
 
 
+# the metadata keys of every node, in order; all but _LLM_VISIBLE hidden from the LLM,
+# all hidden from the embedder
+_KEYS = ("memory_id", "namespace", "kind", "tier", "status", "sources", "confidence",
+         "created_at", "superseded_by", "explanation")  # fmt: skip
+_HIDDEN_FROM_LLM = tuple(k for k in _KEYS if k not in _LLM_VISIBLE)
+
+
 def hit_to_node(hit: Hit) -> NodeWithScore:
     """One recalled memory as a LlamaIndex node, scored by reverie's final score."""
     m = hit.memory
     metadata: dict[str, Any] = {
         "memory_id": m.id,
         "namespace": m.namespace,
-        "kind": m.kind.value,
-        "tier": m.tier.value,
-        "status": m.status.value,
+        "kind": KIND[m.kind],
+        "tier": TIER[m.tier],
+        "status": STATUS[m.status],
         "sources": sorted(m.sources),
         "confidence": m.confidence,
-        "created_at": m.created_at.isoformat(),
+        "created_at": iso(m.created_at),
         "superseded_by": m.superseded_by,
-        "explanation": hit.explanation.as_dict(),
+        "explanation": explanation_dict(hit.explanation),
     }
-    hidden = [key for key in metadata if key not in _LLM_VISIBLE]
     node = TextNode(
         id_=m.id,
         text=m.text,
         metadata=metadata,
-        excluded_llm_metadata_keys=hidden,
-        excluded_embed_metadata_keys=list(metadata),
+        excluded_llm_metadata_keys=list(_HIDDEN_FROM_LLM),
+        excluded_embed_metadata_keys=list(_KEYS),
     )
     return NodeWithScore(node=node, score=hit.score)
 

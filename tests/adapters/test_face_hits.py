@@ -1,0 +1,46 @@
+"""The faces' fast hit conversion (adapters/hits.py) gives exactly the values the plain
+calls give: `Explanation.as_dict()`, `Enum.value`, `datetime.isoformat()`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reverie.adapters.hits import KIND, STATUS, TIER, explanation_dict, iso
+from reverie.core.models import Kind, Status, Tier
+from reverie.core.retrieval import Explanation
+
+scores = st.floats(min_value=-2.0, max_value=2.0, allow_nan=False)
+
+
+@given(
+    final=scores, relevance=scores, dense=scores, lexical=scores, decay=scores,
+    importance=scores, context=scores, tier=st.sampled_from(list(Tier)),
+    hops=st.integers(0, 5), via=st.none() | st.text(max_size=8),
+    note=st.none() | st.text(max_size=20),
+)  # fmt: skip
+def test_explanation_dict_is_as_dict(
+    final: float, relevance: float, dense: float, lexical: float, decay: float,
+    importance: float, context: float, tier: Tier, hops: int, via: str | None,
+    note: str | None,
+) -> None:  # fmt: skip
+    e = Explanation(final, relevance, dense, lexical, decay, importance, tier, hops, via,
+                    context, note)  # fmt: skip
+    got = explanation_dict(e)
+    assert got == e.as_dict()
+    assert list(got) == list(e.as_dict())  # same key order in the JSON a user sees
+
+
+def test_enum_tables_and_iso() -> None:
+    assert {k: k.value for k in Kind} == KIND and len(KIND) == 3
+    assert {t: t.value for t in Tier} == TIER and len(TIER) == 4
+    assert {s: s.value for s in Status} == STATUS and len(STATUS) == 4
+    moment = datetime(2025, 3, 3, 9, 0, 0, 123456, tzinfo=UTC)
+    assert iso(moment) == "2025-03-03T09:00:00.123456+00:00"
+    assert iso(moment) == moment.isoformat()  # a cached answer is the same text
+    # equal instants in different zones are equal datetimes: their text must still differ
+    lisbon = moment.astimezone(timezone(timedelta(hours=1)))
+    assert lisbon == moment
+    assert iso(lisbon) == "2025-03-03T10:00:00.123456+01:00"
