@@ -1,0 +1,78 @@
+"""A full disk: writes fail with `StorageFull`, nothing hangs, and the store stays
+readable. The embedded default (SQLite and embedded Chroma) on a real 5 MB tmpfs
+filesystem (mounted here; tests run as root), written until it is full; recall must
+then return (it once blocked inside embedded Chroma for minutes), and the records the
+index could not take are flagged for repair."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reverie.core.errors import ReverieError, StorageFull
+from reverie.integrations import open_engine
+from reverie.integrations.embedders import LocalEmbedder
+
+pytestmark = pytest.mark.slow
+
+DEADLINE_S = 120.0  # a call that has not returned by then is hung, not slow
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def returns(call: Any) -> Any:
+    """`call()`'s result, or the error it raised; fails if it is still running at the
+    deadline (a hang)."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as e:  # reported to the test below
+            out["error"] = e
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(DEADLINE_S)
+    assert not worker.is_alive(), f"the call did not return within {DEADLINE_S} s: it hangs"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def test_a_full_disk_is_storage_full_and_recall_still_answers(small_disk: Path) -> None:
+    engine = open_engine(small_disk / "home", embedder=LocalEmbedder(), namespace="d")
+    stored: list[str] = []
+    try:
+        error: ReverieError | None = None
+        for i in range(400):  # 5 MB fills long before
+            text = f"note {i} " + " ".join(f"w{i}x{j}" for j in range(700))
+            try:
+                stored.append(returns(lambda t=text: engine.observe(t)).id)
+            except ReverieError as e:
+                error = e
+                break
+        assert isinstance(error, StorageFull), f"writes did not fail as StorageFull: {error!r}"
+        assert len(stored) > 0
+        hits = returns(lambda: engine.recall("note 3 w3x5", k=3, reinforce=False)).hits
+        assert hits, "recall on a full disk found nothing"
+        got = {m.id for m in returns(lambda: list(engine.memories()))}
+        assert set(stored) <= got  # every acknowledged write is readable
+        stats = returns(lambda: engine.stats())
+        assert stats["vector_repair_needed"] is (stats["total"] > stats["vectors"])
+    finally:
+        returns(engine.close)
