@@ -87,11 +87,16 @@ class VersionLinks:
         # turns kept in memory, at no query's cost; versions further back that only
         # restate a value are joined at recall (core/arbitration.py, implicit links).
         ask = p.reading.cue or p.reading.state or bool(context)
-        own = self.near(ns, vec, recent, (), ask)
+        # ...and without any of those, only a restated value can link, which needs
+        # `typed_similarity`: nearer turns only, and most statements read no record
+        floor = policy.min_similarity if ask else max(
+            policy.min_similarity, policy.typed_similarity
+        )
+        own = self.near(ns, vec, recent, (), ask, floor)
         lent: dict[str, float] = {}
         skip = {c.memory.id for c in context}
         for c in context:
-            for mid, sim in self.near(ns, c.vector, recent, skip, ask).items():
+            for mid, sim in self.near(ns, c.vector, recent, skip, ask, floor).items():
                 lent[mid] = max(lent.get(mid, 0.0), sim)
         if not own and not lent:
             return None
@@ -100,19 +105,21 @@ class VersionLinks:
     def near(
         self, ns: str, vec: Vector, recent: Sequence[Recent], skip: Iterable[str],
         ask: bool = True,
+        floor: float | None = None,
     ) -> dict[str, float]:
         policy = self.ctx.policy.updates
+        least = policy.min_similarity if floor is None else floor
         out: dict[str, float] = {}
         if ask:
             hits = self.ctx.vectors.query(
                 ns, vec, policy.neighbours, {"status": Status.ACTIVE.value}
             )
             for h in hits:
-                if h.similarity >= policy.min_similarity:
+                if h.similarity >= least:
                     out[h.id] = h.similarity
         if recent:
             for r, sim in zip(recent, cosines(vec, [r.vector for r in recent]), strict=True):
-                if sim >= policy.min_similarity and sim > out.get(r.memory.id, -1.0):
+                if sim >= least and sim > out.get(r.memory.id, -1.0):
                     out[r.memory.id] = sim
         for mid in skip:
             out.pop(mid, None)
