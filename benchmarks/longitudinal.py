@@ -379,7 +379,7 @@ class Metered:
 
 def token_counter(embedder: Any) -> Any:
     """Tokens the model reads for `texts`: its tokenizer, truncated at its window."""
-    model = embedder._loaded()
+    model = embedder.load().model
     tok, window = model.tokenizer, model.max_seq_length
 
     def count(texts: list[str]) -> int:

@@ -78,6 +78,11 @@ class LocalEmbedder:
         self._loaded()
         return self
 
+    @property
+    def model(self) -> SentenceTransformer:
+        """The loaded sentence-transformers model, for callers that need its tokenizer."""
+        return self._loaded()
+
     def _loaded(self) -> SentenceTransformer:
         if self._model is None:
             self._model = _load_model(self._device)

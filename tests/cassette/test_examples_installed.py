@@ -34,11 +34,11 @@ import pytest
 from tests.cassette.replay_server import replaying
 from tests.cassettes import LLM_MODEL, llm_base_url, recording
 
-pytestmark = pytest.mark.slow
-
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).resolve().parent / "example_runs.py"
 INSTALL_TIMEOUT = 1800  # seconds; a first install on a loaded 2-core machine takes minutes
+# the first stage installs torch and the model into a fresh venv: minutes, not seconds
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT + 600)]
 
 # (example, the extras installed before it runs, its cassette); run in this order
 STAGES = [
