@@ -444,6 +444,7 @@ def judge(
     # "Raised to $65,000." is a new amount, not a new anything).
     elliptical = (
         len(new.words) <= p.elliptical_words and context > similarity
+        and len(old.sequence) <= p.max_words
         and len(new.subject) <= p.elliptical_subject_words and same_type is not None
     )
     base = max(similarity, context if elliptical else 0.0)
@@ -458,8 +459,11 @@ def judge(
     # with no change word and no intro turn: evidence only when the two name one
     # subject, since look-alikes ("my dentist is ...", "my dermatologist is ...") differ
     # exactly there.
+    # Without a change word the older text must be a statement too: a long chat turn
+    # mixes several things, and one of its names is no value the new text replaces.
+    old_short = len(old.sequence) <= p.max_words
     restated = (
-        same_type is not None and similarity >= p.typed_similarity
+        same_type is not None and similarity >= p.typed_similarity and old_short
         and not (new.past or old.past)
         and not (elliptical and context >= p.min_similarity)
     )
@@ -495,7 +499,12 @@ def judge(
         if same_type is None:  # a cue and new words: outdated at most, on a higher bar
             if score >= p.cue_only_score:
                 verdict = Verdict.OUTDATES
-        elif score >= p.supersede_score and new.cue and not elliptical:
+        elif (
+            score >= p.supersede_score and new.cue and not elliptical
+            and (new.strong_cue or _subject_contrast(new, old) is None)
+        ):
+            # retired only when both name one subject, or a word says the value was
+            # replaced: "Actually, my dermatologist is ..." does not retire "my dentist"
             verdict = Verdict.SUPERSEDES
         elif score >= p.outdate_score:
             verdict = Verdict.OUTDATES

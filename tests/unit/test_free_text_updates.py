@@ -450,3 +450,13 @@ def test_a_restated_value_is_linked_through_the_recent_turns_without_an_index_qu
     assert e.get(old.id).is_active  # a restated value never retires the older
     res = e.recall("what is my annual salary before tax", reinforce=False)
     assert res[0].id == new.id
+
+
+def test_a_weak_change_word_retires_nothing_that_names_another_subject() -> None:
+    s = judge(read("user: Actually, my dermatologist is Dr. Brennan."),
+              read("user: My dentist is Dr. Cohen."), 0.75, 0.0, Policy())
+    assert s.verdict is not Verdict.SUPERSEDES
+    # a long chat turn is no statement a restated value replaces
+    long_old = ("Tim: Nope, but it's my first time going to the convention this year with "
+                "my cousins from Ohio. I'm super stoked for the Harry Potter stuff, can't wait!")
+    assert verdict("Tim: Harry Potter is my favorite book.", long_old, 0.64) is Verdict.NONE
