@@ -165,6 +165,46 @@ class Reading:
     state: bool = False  # speaks of a preference or a standing state ("my favourite ...")
     subject: frozenset[str] = frozenset()  # content words before the first value
     past: bool = False  # told as a past event ("was chipped", "had a mocha")
+    # numbers that name which one of a kind ("project 7", "day 3"): word -> numbers
+    labels: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
+# A number right after a word that is neither a verb's complement nor a preposition
+# ("project 7", "note 22", "day 3", "room 12") names which one of a kind a text speaks of;
+# another number after the same word is another one of that kind, not a new value.
+_LABEL = re.compile(r"\b([a-z][a-z'-]+)\s+#?(\d+)\b(?![.,]\d|\s?(?:%|am\b|pm\b))", re.IGNORECASE)
+
+
+def _labels(body: str) -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for m in _LABEL.finditer(body):
+        word = m.group(1).casefold()
+        if word in STOP_WORDS or word in _NOISE_WORDS or word in _NOT_LABELS:
+            continue
+        out.setdefault(word, set()).add(m.group(2))
+    return {w: frozenset(v) for w, v in out.items()}
+
+
+# Words after which a number is a value, not a label ("earn 5000", "costs 40").
+_NOT_LABELS = frozenset(
+    """
+    earn earns earned make makes made cost costs pay pays paid weigh weighs weighed
+    run ran runs walk walked swim swam drive drove lift lifted score scored sleep slept
+    bench squat read save saved spend spent owe owes charge charges charged rent rents
+    about around roughly approximately nearly almost over under only exactly least most
+    than plus minus times
+    """.split()  # noqa: SIM905
+)
+
+
+def _label_contrast(new: Reading, old: Reading) -> str | None:
+    """The same word labelled by other numbers in the two texts ('project 7' /
+    'project 22'): two of a kind, not two versions of one."""
+    for word, nums in new.labels.items():
+        had = old.labels.get(word)
+        if had and not nums & had:
+            return f"{word} {'/'.join(sorted(had))}/{'/'.join(sorted(nums))}"
+    return None
 
 
 def read(text: str) -> Reading:
@@ -218,7 +258,7 @@ def read(text: str) -> Reading:
         {k: frozenset(v) for k, v in values.items()}, content(seq), seq, cue,
         body.rstrip().endswith("?"), speaker_of(text),
         cue and STRONG_CUE.search(body) is not None, STATE.search(body) is not None,
-        content(lead[:-1]), _PAST.search(body) is not None,
+        content(lead[:-1]), _PAST.search(body) is not None, _labels(body),
     )
 
 
@@ -437,6 +477,8 @@ def judge(
     short = len(new.sequence) <= p.max_words
     new_value = short and not asks and (bool(fresh_types) or (bool(own_words) and new.cue))
     contrast = _contrast(new, old, new.strong_cue)
+    if contrast is None and not new.strong_cue:
+        contrast = _label_contrast(new, old)
     shared = tuple(sorted(new.words & old.words))
     # The turns before count only for an update that does not name its subject itself,
     # and only for a typed value replaced by one of its type: an intro's words lend a

@@ -92,6 +92,22 @@ def test_look_alike_facts_are_not_versions_of_each_other() -> None:
     assert verdict("Did you move to Oslo?", "I live in Bergen.", 0.9) is Verdict.NONE
 
 
+def test_numbered_look_alikes_are_two_of_a_kind_not_two_versions() -> None:
+    # a number right after the same word names which one: another project, another day
+    assert verdict("The meeting about project 22 went well.",
+                   "The meeting about project 7 went well.", 0.95) is Verdict.NONE
+    assert verdict("It rained in Paris on day 2.", "It rained in Paris on day 1.", 0.95) is (
+        Verdict.NONE
+    )
+    # a number after a verb or a preposition is the value: restated, it still outdates
+    assert verdict("My rent is $1,350 a month.", "My rent is $1,200 a month.", 0.9) is not (
+        Verdict.NONE
+    )
+    # and an outright change word says one replaced the other
+    assert verdict("We switched to plan 3 for the team.", "We use plan 2 for the team.",
+                   0.9) is not Verdict.NONE
+
+
 def test_an_elliptical_update_borrows_its_subject_from_the_turn_before() -> None:
     old = "My dentist appointment is on Monday at 9 AM."
     new = "It's Thursday at 2 PM now."

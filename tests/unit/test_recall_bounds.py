@@ -61,10 +61,14 @@ def full_recall(e: MemoryEngine, query: str, k: int) -> list[tuple[str, float]]:
 @pytest.mark.parametrize(
     "policy",
     [
-        # context off: the bounded path (context reads every candidate by design)
-        Policy(candidate_pool=6, context_weight=0.0),
-        Policy(candidate_pool=6, alpha=0.7, hop_decay=0.9, max_hops=2, context_weight=0.0),
-        Policy(candidate_pool=10, dense_weight=0.8, expansion_seeds=2, context_weight=0.0),
+        # context off: the bounded path (context reads every candidate by design);
+        # arbitration off: it reorders versions after ranking (tests/unit/test_free_text_
+        # updates.py), and the numbered texts here read as versions of one another
+        Policy(candidate_pool=6, context_weight=0.0, arbitration_hops=0),
+        Policy(candidate_pool=6, alpha=0.7, hop_decay=0.9, max_hops=2, context_weight=0.0,
+               arbitration_hops=0),
+        Policy(candidate_pool=10, dense_weight=0.8, expansion_seeds=2, context_weight=0.0,
+               arbitration_hops=0),
     ],
 )
 def test_bounded_recall_equals_the_full_computation(policy: Policy) -> None:
