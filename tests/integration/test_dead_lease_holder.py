@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ import pytest
 from reverie.core.errors import LockBusy
 from reverie.integrations.redis.store import RedisStore
 from reverie.integrations.sqlite.store import SQLiteStore
+from tests.servers import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -73,13 +74,6 @@ def holder(kind: str, where: str, prefix: str, ttl: float) -> Iterator[subproces
         proc.wait(timeout=60)
 
 
-def wait_until(check: Callable[[], bool], what: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"gave up waiting: {what}"
-        time.sleep(0.05)
-
-
 def test_a_killed_holders_lease_is_taken_over_at_once(opened: tuple[str, str, str, Any]) -> None:
     kind, where, prefix, store = opened
     with holder(kind, where, prefix, ttl=900.0) as proc:
@@ -113,7 +107,7 @@ def test_a_live_holder_keeps_its_lease_past_its_length(opened: tuple[str, str, s
     with holder(kind, where, prefix, ttl=0.6):
         first = _lease_expiry(kind, store)
         assert first > 0
-        wait_until(lambda: _lease_expiry(kind, store) > first + 1.2, "three renewals")
-        wait_until(lambda: time.time() > first + 0.1, "the first expiry to pass")
+        wait_until(lambda: _lease_expiry(kind, store) > first + 1.2, "three renewals", 60.0, 0.05)
+        wait_until(lambda: time.time() > first + 0.1, "the first expiry to pass", 60.0, 0.05)
         with pytest.raises(LockBusy), store.lock(NS, 0.6):
             pass
