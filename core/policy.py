@@ -373,6 +373,11 @@ class BackgroundPolicy:
     # repaired by the next maintenance run. Costs two counts per namespace at open; off
     # for a store with very many namespaces that opens often.
     check_vectors_on_open: bool = _num(True, _FLAG)
+    # When the counts on open say some records lack vectors, look again at those records
+    # after this long: a live writer elsewhere commits a record a moment before its vector,
+    # and only what is still missing then was left behind by a crash. Longer waits out
+    # slower writers; it is paid only by an open that finds a gap.
+    vectors_settle_seconds: float = _num(2.0)
 
     def __post_init__(self) -> None:
         _raise(_problems(self))

@@ -12,6 +12,7 @@ and the next maintenance run repairs them first (`heal`).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -162,10 +163,30 @@ def find_behind(ctx: EngineContext, namespaces: Sequence[str] | None = None) -> 
     store is flagged (`VECTORS_BEHIND`) when there is any, so the state survives the
     process and every engine on the store reports it."""
     spaces = ctx.store.namespaces() if namespaces is None else namespaces
-    behind = [ns for ns in spaces if missing_vectors(ctx, ns) > 0]
+    suspects = {ns: _unindexed(ctx, ns) for ns in spaces if missing_vectors(ctx, ns) > 0}
+    behind = list(suspects)
+    settle = ctx.policy.background.vectors_settle_seconds
+    if suspects and settle > 0:
+        # Another live process commits a record before its vector: what it has in flight
+        # lands within moments, so only records still without a vector a moment later
+        # (and not deleted meanwhile) are behind.
+        time.sleep(settle)
+        behind = [ns for ns, ids in suspects.items() if _still_unindexed(ctx, ns, ids)]
     if behind and ctx.store.get_meta(VECTORS_BEHIND) != "1":
         ctx.store.set_meta(VECTORS_BEHIND, "1")
     return behind
+
+
+def _unindexed(ctx: EngineContext, namespace: str) -> set[str]:
+    """The ids of the namespace's records that have no vector (one pass over the ids)."""
+    have = ctx.vectors.ids(namespace)
+    return {m.id for m in ctx.store.scan(namespace) if m.id not in have}
+
+
+def _still_unindexed(ctx: EngineContext, namespace: str, ids: set[str]) -> bool:
+    have = ctx.vectors.ids(namespace)
+    left = [i for i in ids if i not in have]
+    return bool(left) and bool(ctx.store.get_many(namespace, left))
 
 
 def heal(ctx: EngineContext, namespace: str | None, repair: Callable[[str], object]) -> None:
