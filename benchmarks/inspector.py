@@ -23,7 +23,6 @@ Run: python benchmarks/inspector.py [--sizes 10000 100000] [--requests 30]
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -34,48 +33,21 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("REVERIE_DATA", "/work/shared/data"))
 COCO = DATA / "coco_captions" / "clusters.jsonl"
 RESULTS = ROOT / "benchmarks" / "results"
 NS = "bench"
-DIM = 384
-BUCKETS = 4096
 FACTS = 100  # subjects, each remembered with three values (two supersessions)
 TARGET_MS = 300.0
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-class HashEmbedder:
-    """Deterministic, model-free: each word picks one of `BUCKETS` fixed random directions;
-    a text is the normalised sum of its words' directions."""
-
-    name = "hash-bow-384"
-    dimension = DIM
-
-    def __init__(self) -> None:
-        rng = np.random.default_rng(20240601)
-        table = rng.standard_normal((BUCKETS, DIM)).astype(np.float32)
-        self.table = table / np.linalg.norm(table, axis=1, keepdims=True)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for w in text.lower().split():
-                w = w.strip(".,;:!?()\"'")
-                if w:
-                    digest = hashlib.blake2b(w.encode(), digest_size=4).digest()
-                    out[i] += self.table[int.from_bytes(digest, "little") % BUCKETS]
-            norm = float(np.linalg.norm(out[i]))
-            out[i] = out[i] / norm if norm else self.table[0]
-        return out
 
 
 def corpus(n: int, seed: int = 11) -> list[str]:

@@ -25,7 +25,6 @@ Run: python benchmarks/scale.py [--sizes 10000 100000] [--queries 200] [--homes 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import resource
@@ -39,51 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 COCO = ROOT.parent / "shared" / "data" / "coco_captions" / "clusters.jsonl"
 NS = "bench"
-DIM = 384
-BUCKETS = 4096
 ROUNDS = 3
-
-
-class HashEmbedder:
-    """Deterministic, model-free: each lexical term picks one of `BUCKETS` fixed random
-    directions; a text is the normalised sum of its terms' directions. Texts sharing words
-    are near, as with a real model, at a few microseconds per text."""
-
-    name = "hash-bow-384"
-    dimension = DIM
-
-    def __init__(self) -> None:
-        rng = np.random.default_rng(20240601)
-        table = rng.standard_normal((BUCKETS, DIM)).astype(np.float32)
-        self.table = table / np.linalg.norm(table, axis=1, keepdims=True)
-        self._bucket: dict[str, int] = {}
-
-    def _buckets(self, text: str) -> list[int]:
-        out = []
-        for w in text.lower().split():
-            w = w.strip(".,;:!?()\"'")
-            if not w:
-                continue
-            b = self._bucket.get(w)
-            if b is None:
-                b = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little")
-                b = self._bucket[w] = b % BUCKETS
-            out.append(b)
-        return out or [0]
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
-        rows = [self._buckets(t) for t in texts]
-        flat = np.fromiter((b for r in rows for b in r), dtype=np.int64)
-        starts = np.cumsum([0] + [len(r) for r in rows[:-1]])
-        out = np.add.reduceat(self.table[flat], starts, axis=0)
-        out /= np.linalg.norm(out, axis=1, keepdims=True)
-        return out.astype(np.float32)
 
 
 def captions() -> list[str]:
