@@ -2,8 +2,8 @@
 
 Nothing else in reverie hard-codes a number that changes behaviour; change it here and every
 component follows. The numbers are grouped as the lifecycle is (decay, importance, the
-funnel, free-text updates, retrieval, maintenance, background work), so a reader finds a
-knob beside its neighbours: `policy.retrieval.alpha`, `policy.decay.half_life_episodic_days`.
+funnel, free-text updates, retrieval, maintenance, background work), with the backends'
+deadlines last, so a reader finds a knob beside its neighbours: `policy.retrieval.alpha`, `policy.decay.half_life_episodic_days`.
 
 Construction takes the groups (`Policy(retrieval=RetrievalPolicy(alpha=0.8))`) or, for
 convenience, any field by its own name (`Policy(alpha=0.8)`, `policy.replace(alpha=0.8)`):
@@ -27,6 +27,7 @@ from .errors import InvalidPolicy
 __all__ = [
     "DEFAULT_POLICY",
     "BackgroundPolicy",
+    "DeadlinePolicy",
     "DecayPolicy",
     "FunnelPolicy",
     "ImportancePolicy",
@@ -383,6 +384,34 @@ class BackgroundPolicy:
         _raise(_problems(self))
 
 
+@dataclass(frozen=True, slots=True)
+class DeadlinePolicy:
+    """How long one call into a backend may take before it fails with a typed error
+    (`BackendUnavailable`, or `StorageFull` when the index's disk filled), so a stuck
+    server, a full disk or a lock held elsewhere never hangs the caller. Each bounds a
+    single call (one SQL transaction's wait for the lock, one Redis command, one Chroma
+    request or batch), not a whole engine method made of several."""
+
+    # Opening a connection to a server (Redis, a Chroma server). Shorter reports a server
+    # that is down or unreachable sooner; too short fails over a slow network.
+    connect_seconds: float = _num(5.0, _POSITIVE)
+    # One call into the record store: SQLite's busy timeout (waiting for another
+    # process's write lock) and a Redis command's socket timeout. Shorter reports a
+    # stopped server or a long-held lock sooner; too short fails a live but slow call
+    # (a large batch on a loaded machine, a lock held by another process's long write).
+    store_call_seconds: float = _num(10.0, _POSITIVE)
+    # One call into the vector index: a Chroma server request's connect-and-read timeout,
+    # and for embedded Chroma (which has no timeout of its own) the wait for a call run on
+    # a worker thread. Longer lets a large batch (up to Chroma's batch size) finish on a
+    # loaded machine; shorter gives up sooner on an index that no longer answers (after a
+    # full disk, embedded Chroma can keep its own lock: then recall answers from the
+    # lexical channel alone, and the index's other calls fail at once until it answers).
+    index_call_seconds: float = _num(30.0, _POSITIVE)
+
+    def __post_init__(self) -> None:
+        _raise(_problems(self))
+
+
 _GROUPS: dict[str, type] = {
     "decay": DecayPolicy,
     "importance": ImportancePolicy,
@@ -391,6 +420,7 @@ _GROUPS: dict[str, type] = {
     "maintenance": MaintenancePolicy,
     "background": BackgroundPolicy,
     "updates": UpdatePolicy,
+    "deadlines": DeadlinePolicy,
 }
 # flat field name -> its group
 _FIELD_GROUP: dict[str, str] = {
@@ -415,7 +445,7 @@ _MOVED["correction_similarity"] = (
 
 @dataclass(frozen=True, slots=True, init=False)
 class Policy:
-    """Every tunable number of the lifecycle, in seven named groups (see the module docstring)."""
+    """Every tunable number of the lifecycle, in eight named groups (see the module docstring)."""
 
     decay: DecayPolicy
     importance: ImportancePolicy
@@ -424,6 +454,7 @@ class Policy:
     maintenance: MaintenancePolicy
     background: BackgroundPolicy
     updates: UpdatePolicy
+    deadlines: DeadlinePolicy
 
     groups: ClassVar[tuple[str, ...]] = tuple(_GROUPS)
 
@@ -437,12 +468,13 @@ class Policy:
         maintenance: MaintenancePolicy | None = None,
         background: BackgroundPolicy | None = None,
         updates: UpdatePolicy | None = None,
+        deadlines: DeadlinePolicy | None = None,
         **fields: float | int | bool,
     ) -> None:
         given: dict[str, Any] = {
             "decay": decay, "importance": importance, "funnel": funnel,
             "retrieval": retrieval, "maintenance": maintenance, "background": background,
-            "updates": updates,
+            "updates": updates, "deadlines": deadlines,
         }
         changes = _by_group(fields)
         for name, cls in _GROUPS.items():
