@@ -3,7 +3,8 @@
 Nothing else in reverie hard-codes a number that changes behaviour; change it here and every
 component follows. The numbers are grouped as the lifecycle is (decay, importance, the
 funnel, free-text updates, retrieval, maintenance, background work), with the backends'
-deadlines last, so a reader finds a knob beside its neighbours: `policy.retrieval.alpha`, `policy.decay.half_life_episodic_days`.
+deadlines last, so a reader finds a knob beside its neighbours: `policy.retrieval.alpha`,
+`policy.decay.half_life_episodic_days`.
 
 Construction takes the groups (`Policy(retrieval=RetrievalPolicy(alpha=0.8))`) or, for
 convenience, any field by its own name (`Policy(alpha=0.8)`, `policy.replace(alpha=0.8)`):
