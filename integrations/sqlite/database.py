@@ -82,7 +82,13 @@ class Database:
         self._together = False  # inside `together()`: writes are savepoints of one transaction
         if not self._memory:
             self._check_file()
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise BackendUnavailable(
+                    f"cannot open the reverie store at {self._path}: its folder cannot be "
+                    f"made ({e.strerror or e}); check the path and its permissions"
+                ) from None
         try:
             conn = sqlite3.connect(
                 os.fspath(path),
@@ -99,6 +105,9 @@ class Database:
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             self._validate(conn)  # before anything that writes
             if not self._memory:
+                # a new file hands the pages a deletion frees back to the file system
+                # (`free_pages`); an older one takes the mode at its next VACUUM
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise BackendUnavailable(
@@ -111,9 +120,11 @@ class Database:
             conn.execute("PRAGMA secure_delete = ON")
             self._conn = conn
             self._migrate()
-        except BaseException:
+        except BaseException as e:
             self._conn = None
             conn.close()
+            if isinstance(e, sqlite3.Error):  # WAL or pragma refused, before `_migrate`
+                raise self._translate(e) from None
             raise
 
     @property
@@ -167,6 +178,8 @@ class Database:
                     row = None
                 marker = row[0] if row else None
         except sqlite3.DatabaseError as e:
+            if _cannot_open(e):  # the file may be fine: a read-only or unreachable folder
+                raise self._unopenable(e) from None
             raise self.corrupt(f"cannot be read as a SQLite database ({e})") from None
         if marker != MARKER_VALUE:
             raise self.corrupt("is a SQLite database of another application, not a reverie store")
@@ -202,6 +215,13 @@ class Database:
             )
         return self._conn
 
+    def _unopenable(self, e: sqlite3.Error) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"cannot open or write the reverie store at {self._path} ({e}); SQLite needs "
+            "to write the file and its -wal and -shm files beside it: check that the folder "
+            "is writable, on a local file system and not mounted read-only"
+        )
+
     def _translate(self, e: sqlite3.Error) -> Exception:
         msg = str(e)
         translated: Exception = e
@@ -218,6 +238,8 @@ class Database:
             )
         elif "malformed" in msg or "not a database" in msg:
             translated = self.corrupt(f"is damaged ({msg})")
+        elif _cannot_open(e):
+            translated = self._unopenable(e)
         return translated
 
     @contextmanager
@@ -303,6 +325,24 @@ class Database:
                 raise self._translate(e) from None
         return {"complete": not busy, "wal_frames": int(frames)}
 
+    def free_pages(self) -> int:
+        """Give the file's free pages back to the file system (`incremental_vacuum`: it
+        moves pages from the file's end into the holes, no full rewrite), so a store
+        shrinks after gc or forget; returns the pages freed (0 for a file made without
+        `auto_vacuum`, until a VACUUM converts it)."""
+        if self._memory:
+            return 0
+        with self.lock:
+            try:
+                conn = self.connection()
+                if conn.in_transaction:  # inside `together()`: the next deletion frees them
+                    return 0
+                before = int(conn.execute("PRAGMA page_count").fetchone()[0])
+                conn.executescript("PRAGMA incremental_vacuum;")  # runs it to the end
+                return before - int(conn.execute("PRAGMA page_count").fetchone()[0])
+            except sqlite3.Error as e:
+                raise self._translate(e) from None
+
     def vacuum(self) -> None:
         """Rebuild the file without its free pages (outside any transaction)."""
         if self._memory:
@@ -321,6 +361,14 @@ class Database:
 
 
 _SQLITE_FULL = 13
+# SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN: the file cannot be opened
+# or written where it is (permissions, a read-only mount, a failing disk), not damage
+_CANNOT_OPEN = frozenset({3, 8, 10, 14})
+
+
+def _cannot_open(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in _CANNOT_OPEN
 
 
 def _is_full(e: sqlite3.Error) -> bool:
