@@ -1,6 +1,7 @@
 """SQLite stores that cannot be used as they are, each condition caused for real on real
 files: pages of the records table overwritten on disk (`StoreCorrupt` on the reads and
-writes that meet them, the file left as it was), a store on a file system mounted
+writes that meet them, the file left as it was), a file system that fills up
+(`StorageFull`, writes resume once there is room), a store on a file system mounted
 read-only, a store whose write-ahead log cannot be opened, and a store path that runs
 through a regular file. The last three are `BackendUnavailable` saying what to fix, never
 `StoreCorrupt` (the file is fine, and a user told it is damaged may delete it) and never
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from reverie.core.errors import BackendUnavailable, ReverieError, StoreCorrupt
+from reverie.core.errors import BackendUnavailable, ReverieError, StorageFull, StoreCorrupt
 from reverie.core.ports import WriteBatch
 from reverie.integrations.sqlite.store import SQLiteStore
 from tests.contract.conftest import make_memory
@@ -27,6 +28,11 @@ NS = "ns"
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pages_digest(path: Path) -> str:
+    """The file past SQLite's 100-byte header, whose change counter any open may bump."""
+    return hashlib.sha256(path.read_bytes()[100:]).hexdigest()
 
 
 def filled(path: Path, n: int = 120) -> list[str]:
@@ -70,7 +76,7 @@ def test_damaged_record_pages_are_store_corrupt_and_the_file_is_left_alone(
     path = tmp_path / "reverie.db"
     ids = filled(path)
     overwrite_record_pages(path)
-    before = digest(path)
+    before = pages_digest(path)
 
     store = SQLiteStore(path)  # the schema is intact: the damage shows where it is read
     try:
@@ -89,7 +95,7 @@ def test_damaged_record_pages_are_store_corrupt_and_the_file_is_left_alone(
             store.commit(WriteBatch(NS, (make_memory(namespace=NS, text="a new note"),)))
     finally:
         store.close()
-    assert digest(path) == before  # reverie did not touch the damaged file
+    assert pages_digest(path) == before  # reverie did not touch the damaged pages
 
 
 @pytest.fixture
@@ -159,3 +165,44 @@ def test_a_store_path_through_a_regular_file_is_a_typed_error(tmp_path: Path) ->
         SQLiteStore(blocker / "reverie" / "reverie.db")
     assert isinstance(caught.value, ReverieError)
     assert blocker.read_text() == "a user's file, not a folder"
+
+
+def test_a_full_file_system_is_storage_full_and_writes_resume_once_space_is_freed(
+    mount: Path,
+) -> None:
+    """The store alone on a real 5 MB file system (no vector index beside it), filled by
+    commits until the disk refuses: `StorageFull`, nothing of the refused batch applied,
+    every acknowledged write readable; once a file is deleted, writes go through again."""
+    ballast = mount / "ballast"
+    ballast.write_bytes(b"\0" * (1024 * 1024))  # what the user deletes to make room
+    path = mount / "reverie.db"
+    acknowledged: list[str] = []
+    refused: list[str] = []
+    store = SQLiteStore(path)
+    try:
+        for i in range(2000):  # 5 MB fills long before
+            batch = [
+                make_memory(namespace=NS, text=f"entry {i}.{j} " + "word " * 150) for j in range(5)
+            ]
+            try:
+                store.commit(WriteBatch(NS, tuple(batch)))
+            except StorageFull as e:
+                assert "free disk space" in str(e) and str(path) in str(e)
+                refused = [m.id for m in batch]
+                break
+            acknowledged += [m.id for m in batch]
+        assert refused, "the file system never filled up"
+        assert acknowledged
+        assert set(store.get_many(NS, acknowledged)) == set(acknowledged)
+        assert store.get_many(NS, refused) == {}
+        ballast.unlink()
+        later = make_memory(namespace=NS, text="written once there is room again")
+        store.commit(WriteBatch(NS, (later,)))
+        acknowledged.append(later.id)
+    finally:
+        store.close()
+    store = SQLiteStore(path)
+    try:
+        assert set(store.get_many(NS, acknowledged)) == set(acknowledged)
+    finally:
+        store.close()
