@@ -34,6 +34,7 @@ from .retrieval import (
     Ranked,
     best_possible,
     conversation_context,
+    degrees_from,
     expand,
     fuse,
     needs_similarity,
@@ -145,7 +146,7 @@ class RecallPath:
             ns, req, qvec, dense, side, asked, context
         )
         ranked = self._expand(ns, ranked, candidates, memories, req)
-        settled = self._arbitrate(ns, ranked, candidates, memories, req)
+        settled = self._arbitrate(ns, ranked, candidates, memories, req, side)
         hits = self._hits(
             ns, settled.ranked[: max(req.k, 1)], side.degrees, req.when, settled.notes
         )
@@ -317,11 +318,14 @@ class RecallPath:
         candidates: Mapping[str, Candidate],
         memories: dict[str, Memory],
         req: RecallRequest,
+        side: LexicalSide,
     ) -> Arbitration:
         """Newer versions above older ones (core/arbitration.py). The older versions
         looked at: the ranked memories that can reach the top k, and the retired ones
         among the candidates that could have (their newest version inherits their
-        relevance). Their version links are read in one call per step of a chain."""
+        relevance). Their version links are read in one call per step of a chain; those
+        edges also give the degrees of the memories they were read for (into
+        `side.degrees`), and the embeddings the lexical side read are not read again."""
         policy = self.ctx.policy
         hops = policy.updates.arbitration_hops
         if hops <= 0 or not ranked or req.past:
@@ -340,8 +344,9 @@ class RecallPath:
             if best_possible(c.relevance, policy) >= cut:
                 olders[cid] = c
         known = dict(memories)
-        links = version_links(self.ctx.store.edges(ns, list(olders)),
-                              {i: known[i] for i in olders if i in known})
+        edges = self.ctx.store.edges(ns, list(olders))
+        side.degrees.update(degrees_from(edges, olders.keys() - side.degrees.keys()))
+        links = version_links(edges, {i: known[i] for i in olders if i in known})
         seen = set(olders)
         frontier = {n for i in olders for n in links.get(i, ())} - seen
         for step in range(hops):
@@ -360,8 +365,7 @@ class RecallPath:
             frontier = {n for i in frontier for n in more.get(i, ())} - seen
         # versions the write path did not link, judged on the top hits' own texts
         top = ranked[: req.k]
-        fetch = self.ctx.caps.embeddings or self.ctx.caps.stored_vectors
-        vectors = fetch(ns, [r.memory.id for r in top]) if fetch is not None else {}
+        vectors = self._top_vectors(ns, [r.memory.id for r in top], side)
         for newer, older in implicit_links(top, vectors, policy).items():
             for o in older:
                 links.setdefault(newer, set()).add(o)
@@ -370,6 +374,17 @@ class RecallPath:
             return Arbitration(ranked, {})
         return arbitrate(ranked, olders, known, links, req.when, policy, req.admit,
                          chains=req.include_history)
+
+    def _top_vectors(self, ns: str, ids: list[str], side: LexicalSide) -> dict[str, Vector]:
+        """The stored vectors of the top hits: the kept embeddings the lexical side read
+        already, the rest read now (from the index when no embedding is kept)."""
+        kept = self.ctx.caps.embeddings
+        if kept is not None:
+            out = {i: side.vectors[i] for i in ids if i in side.vectors}
+            rest = [i for i in ids if i not in out]
+            return out | (kept(ns, rest) if rest else {})
+        fetch = self.ctx.caps.stored_vectors
+        return fetch(ns, ids) if fetch is not None else {}
 
     def _hits(
         self,

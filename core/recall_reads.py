@@ -32,6 +32,7 @@ class LexicalSide(NamedTuple):
     early: dict[str, Memory]  # records already read
     times: dict[str, datetime]  # created_at of hits, where records were not read
     degrees: dict[str, int]  # degrees already read
+    vectors: dict[str, Vector]  # kept embeddings read (`caps.embeddings`), for arbitration
 
 
 class ContextInputs(NamedTuple):
@@ -80,9 +81,13 @@ class CandidateReads:
         """The context seeds, and the creation time of every candidate."""
         raise NotImplementedError
 
-    def _kept_cosines_of(self, ns: str, ids: Sequence[str], qvec: Vector) -> dict[str, float]:
+    def _kept_cosines_of(
+        self, ns: str, ids: Sequence[str], qvec: Vector, side: LexicalSide
+    ) -> None:
         kept = self.ctx.caps.embeddings
-        return kept_cosines(qvec, kept(ns, ids)) if kept is not None else {}
+        if kept is not None:
+            side.vectors.update(kept(ns, ids))
+            side.cosines.update(kept_cosines(qvec, side.vectors))
 
     def similarities(
         self, namespace: str, qvec: Vector, ids: Sequence[str], known: Mapping[str, float]
@@ -160,11 +165,11 @@ class LocalReads(CandidateReads):
     def lexical_side(
         self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
     ) -> LexicalSide:
-        side = LexicalSide(hits, {}, {}, {}, {})
+        side = LexicalSide(hits, {}, {}, {}, {}, {})
         ids = [h.id for h in hits]
         if not ids:
             return side
-        side.cosines.update(self._kept_cosines_of(ns, ids, qvec))
+        self._kept_cosines_of(ns, ids, qvec, side)
         if context:
             side.times.update(self.created_times(ns, ids, {}))
         return side
@@ -189,7 +194,7 @@ class NetworkReads(CandidateReads):
     def lexical_side(
         self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
     ) -> LexicalSide:
-        side = LexicalSide(hits, {}, {}, {}, {})
+        side = LexicalSide(hits, {}, {}, {}, {}, {})
         ids = [h.id for h in hits]
         if not ids:
             return side
@@ -201,7 +206,7 @@ class NetworkReads(CandidateReads):
             side.early.update(got.memories)
             side.degrees.update(got.degrees)
             return side
-        side.cosines.update(self._kept_cosines_of(ns, ids, qvec))
+        self._kept_cosines_of(ns, ids, qvec, side)
         if context:
             side.early.update(self.ctx.read(ns, ids))
         return side

@@ -208,6 +208,20 @@ def needs_similarity(
     return out
 
 
+def degrees_from(edges: Iterable[Edge], ids: Iterable[str]) -> dict[str, int]:
+    """Edges in plus out of each of `ids` (0 when it has none), counted on `edges`, which
+    must hold every edge of those ids (as `RecordStore.edges` returns them): recall then
+    needs no read of its own for the degrees of memories whose edges it read. (An edge
+    always joins two different memories, so no edge counts twice for one id.)"""
+    out = dict.fromkeys(ids, 0)
+    for e in edges:
+        if e.src in out:
+            out[e.src] += 1
+        if e.dst in out:
+            out[e.dst] += 1
+    return out
+
+
 def expand(
     seeds: Iterable[Candidate],
     edges: Iterable[Edge],
