@@ -85,6 +85,12 @@ class MissingExtra(ReverieError, ImportError):
         self.extra = extra
 
 
+class DeadlineExceeded(BackendUnavailable):
+    """A backing service did not answer within its `Policy.deadlines` number (a stopped
+    or overloaded server, a lock held elsewhere): nothing was waited for beyond it.
+    Retrying at once waits as long again; retry later, or raise the deadline."""
+
+
 class AuthFailed(BackendUnavailable):
     """A backing service refused the credentials (a wrong or missing Redis password, a
     Chroma token the server rejects). Retrying does not help: fix the password or token."""

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .background import BackgroundWriter
+from .errors import DeadlineExceeded, StorageFull
 from .ports import VectorItem
 
 log = logging.getLogger("reverie")
@@ -201,14 +202,17 @@ class IndexWriter(BackgroundWriter):
                 self.calls += 1
                 return
             except Exception as e:  # the writer must outlive a failing index
-                if attempt < self._retries:
+                # an index past its deadline or out of disk space would only make a
+                # retry wait as long again, or fail the same way
+                final = isinstance(e, DeadlineExceeded | StorageFull)
+                if attempt < self._retries and not final:
                     log.warning("vector index write failed (%s); retrying", e)
                     time.sleep(_RETRY_PAUSE_S * (attempt + 1))
                     continue
                 log.error(
                     "vector index write of %d memories in namespace %r failed after %d "
                     "attempts: %s; their records are stored, run `reverie repair`",
-                    write.size, write.namespace, self._retries + 1, e,
+                    write.size, write.namespace, attempt + 1, e,
                 )
                 self.failed.append((write, e))
                 if self._on_failure is not None:

@@ -21,11 +21,11 @@ import numpy as np
 from .arbitration import Arbitration, arbitrate, asks_about_past, implicit_links, version_links
 from .clock import utc
 from .context import EngineContext
-from .errors import InvalidInput, InvalidVector
+from .errors import BackendUnavailable, InvalidInput, InvalidVector
 from .models import Kind, Memory, Status, parse_kind
 from .packing import pack
 from .ports import SentQuery, Vector, VectorHit
-from .recall_reads import CandidateReads, LexicalSide
+from .recall_reads import CandidateReads, LexicalSide, index_outage, lexical_alone
 from .restore import restored_note
 from .results import Hit, RecallResult, render_hit
 from .retrieval import (
@@ -163,11 +163,20 @@ class RecallPath:
         """The dense and the lexical channel, overlapped: both are independent I/O (and
         release the GIL). A server query is sent first and its answer read after the
         lexical side, with no thread between (`begin_query`); an in-process query runs
-        on the engine's pool."""
+        on the engine's pool. An index that does not answer (`index_outage`) leaves the
+        lexical channel alone, so recall still answers from the records."""
         ctx = self.ctx
         sent: SentQuery | None = None
         if ctx.caps.begin_query is not None:
-            sent = ctx.caps.begin_query(ns, qvec, asked)
+            try:
+                sent = ctx.caps.begin_query(ns, qvec, asked)
+            except BackendUnavailable as e:
+                if not index_outage(e):
+                    raise
+                lexical_alone(ns, e)
+                return [], self.reads.lexical_side(
+                    ns, list(ctx.lexical.search(ns, query, pool)), qvec, context
+                )
         dense_future: Future[list[VectorHit]] | None = None
         if sent is None:
             dense_future = ctx.pool.submit(ctx.vectors.query, ns, qvec, asked)
@@ -178,10 +187,16 @@ class RecallPath:
             if sent is not None:
                 sent.cancel()
             raise
-        if sent is not None:
-            return sent.result(), side
-        assert dense_future is not None
-        return dense_future.result(), side
+        try:
+            if sent is not None:
+                return sent.result(), side
+            assert dense_future is not None
+            return dense_future.result(), side
+        except BackendUnavailable as e:
+            if not index_outage(e):
+                raise
+            lexical_alone(ns, e)
+            return [], side
 
     def _first_ranking(
         self,

@@ -10,6 +10,7 @@ and cosines, so both rank identically.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
@@ -17,11 +18,30 @@ from typing import NamedTuple
 import numpy as np
 
 from .context import EngineContext
+from .errors import AuthFailed, BackendUnavailable, PermissionDenied
 from .models import Memory
 from .ports import LexicalHit, Vector, VectorHit
 from .retrieval import Candidate, cosine_to
 
 Admit = Callable[[Memory], bool]
+
+
+log = logging.getLogger("reverie")
+
+
+def index_outage(e: BackendUnavailable) -> bool:
+    """A vector index that did not answer (down, stuck, past its deadline, its disk
+    full), as against one that refused reverie's credentials or rights: recall then
+    answers from the lexical channel alone rather than failing, since the records (the
+    truth) are still readable. A refusal is a setting to fix, so it is raised."""
+    return not isinstance(e, AuthFailed | PermissionDenied)
+
+
+def lexical_alone(namespace: str, e: BackendUnavailable) -> None:
+    log.warning(
+        "recall in namespace %r answers from the lexical index alone: the vector index "
+        "is unavailable (%s)", namespace, e,
+    )
 
 
 class LexicalSide(NamedTuple):
@@ -98,7 +118,12 @@ class CandidateReads:
         out = {i: known[i] for i in ids if i in known}
         rest = [i for i in ids if i not in out]
         if rest:
-            out.update(self.ctx.vectors.similarities(namespace, qvec, rest))
+            try:
+                out.update(self.ctx.vectors.similarities(namespace, qvec, rest))
+            except BackendUnavailable as e:
+                if not index_outage(e):
+                    raise
+                lexical_alone(namespace, e)  # the rest keep their lexical relevance
         return out
 
     def read_candidates(

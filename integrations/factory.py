@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from reverie.core.clock import SystemClock
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidInput
-from reverie.core.policy import DEFAULT_POLICY, Policy
+from reverie.core.policy import DEFAULT_POLICY, DeadlinePolicy, Policy
 from reverie.core.ports import Clock, Embedder, LexicalIndex, RecordStore, VectorIndex
 from reverie.integrations.urls import redact
 
@@ -37,51 +37,67 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("reverie", appauthor=False))
 
 
-def open_store(spec: str | os.PathLike[str] | None, home: Path) -> RecordStore:
+def open_store(
+    spec: str | os.PathLike[str] | None,
+    home: Path,
+    deadlines: DeadlinePolicy = DEFAULT_POLICY.deadlines,
+) -> RecordStore:
     """A record store from a path or URL: a file path or sqlite:///path is SQLite;
     redis://[:password@]host:port/db (rediss:// for TLS) is Redis, and
-    redis+cluster://host:port (rediss+cluster:// for TLS) a Redis Cluster."""
+    redis+cluster://host:port (rediss+cluster:// for TLS) a Redis Cluster. Every call
+    into it gives up after `deadlines.store_call_seconds` (SQLite's busy timeout, Redis'
+    socket timeout)."""
     from reverie.integrations.sqlite.store import SQLiteStore
 
+    busy = deadlines.store_call_seconds
     if spec is None:
-        return SQLiteStore(home / "memory.db")
+        return SQLiteStore(home / "memory.db", busy_seconds=busy)
     text = os.fspath(spec)
     if text.startswith("sqlite:///"):
-        return SQLiteStore(text.removeprefix("sqlite:///") or home / "memory.db")
+        return SQLiteStore(text.removeprefix("sqlite:///") or home / "memory.db", busy_seconds=busy)
     if text.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
                         "rediss+cluster://")):
         from reverie.integrations.redis.store import RedisStore
 
-        return RedisStore.from_url(text)
+        return RedisStore.from_url(
+            text, socket_timeout=busy, socket_connect_timeout=deadlines.connect_seconds
+        )
     if "://" in text:
         raise InvalidInput(
             f"unsupported store URL {redact(text)!r}: use a file path, sqlite:///path, "
             "redis://host:port/db, rediss://... (TLS) or redis+cluster://host:port"
         )
-    return SQLiteStore(Path(text).expanduser())
+    return SQLiteStore(Path(text).expanduser(), busy_seconds=busy)
 
 
 def open_vectors(
-    spec: str | os.PathLike[str] | None, home: Path, token: str | None = None
+    spec: str | os.PathLike[str] | None,
+    home: Path,
+    token: str | None = None,
+    deadlines: DeadlinePolicy = DEFAULT_POLICY.deadlines,
 ) -> VectorIndex:
     """A vector index: http(s)://host:port is a Chroma server, anything else a directory
     for embedded Chroma. A server behind a token gets `token`, else the URL's password
-    (http://:TOKEN@host:port), else $REVERIE_CHROMA_TOKEN."""
+    (http://:TOKEN@host:port), else $REVERIE_CHROMA_TOKEN. Every call into it gives up
+    after `deadlines.index_call_seconds`."""
     from reverie.integrations.chroma.index import ChromaIndex
 
+    call = deadlines.index_call_seconds
     if spec is None:
-        return ChromaIndex.embedded(home / "vectors")
+        return ChromaIndex.embedded(home / "vectors", call_seconds=call)
     text = os.fspath(spec)
     if text.startswith(("http://", "https://")):
         if token is None and "@" not in text.split("://", 1)[1].split("/", 1)[0]:
             token = os.environ.get(ENV_CHROMA_TOKEN) or None
-        return ChromaIndex.server(text, token=token)
+        return ChromaIndex.server(
+            text, token=token, call_seconds=call, connect_seconds=deadlines.connect_seconds
+        )
     if "://" in text:
         raise InvalidInput(
             f"unsupported vector index URL {redact(text, (token,))!r}: use a directory for "
             "embedded Chroma, or http(s)://host:port for a Chroma server"
         )
-    return ChromaIndex.embedded(Path(text).expanduser())
+    return ChromaIndex.embedded(Path(text).expanduser(), call_seconds=call)
 
 
 def open_engine(
@@ -107,11 +123,15 @@ def open_engine(
     base = Path(home).expanduser() if home is not None else default_data_dir()
     store = store if store is not None else os.environ.get(ENV_STORE)
     vectors = vectors if vectors is not None else os.environ.get(ENV_VECTORS)
-    rs = store if _is_store(store) else open_store(store, base)  # type: ignore[arg-type]
+    deadlines = getattr(policy, "deadlines", DEFAULT_POLICY.deadlines)  # engine checks policy
+    rs = store if _is_store(store) else open_store(store, base, deadlines)  # type: ignore[arg-type]
     if not isinstance(rs, LexicalIndex):
         raise InvalidInput(f"{type(rs).__name__} has no lexical index (BM25) to recall with")
     try:
-        vi = vectors if _is_vectors(vectors) else open_vectors(vectors, base, vectors_token)  # type: ignore[arg-type]
+        vi = (
+            vectors if _is_vectors(vectors)
+            else open_vectors(vectors, base, vectors_token, deadlines)  # type: ignore[arg-type]
+        )
         vi = shared_outbox(rs, vi, outbox)
         if embedder is None:
             from reverie.integrations.embedders import LocalEmbedder

@@ -50,6 +50,7 @@ from reverie.core import (
 from reverie.core.engine import Hit, MemoryEngine, Observation, RecallResult
 from reverie.core.errors import (
     AuthFailed,
+    DeadlineExceeded,
     NotSuperseded,
     PermissionDenied,
     StorageFull,
@@ -61,6 +62,7 @@ __all__ = [
     "AuthFailed",
     "BackendUnavailable",
     "ConflictError",
+    "DeadlineExceeded",
     "DimensionMismatch",
     "Edge",
     "EdgeType",

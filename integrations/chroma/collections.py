@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from reverie.core.errors import AuthFailed, BackendUnavailable, StoreCorrupt
+from reverie.core.errors import AuthFailed, BackendUnavailable, DeadlineExceeded, StoreCorrupt
 from reverie.integrations.chroma.hnsw import HnswSettings
 from reverie.integrations.chroma.http import ChromaRefused, ChromaUnreachable
 from reverie.integrations.urls import redact
@@ -69,6 +69,16 @@ def is_unreachable(e: BaseException) -> bool:
         return True
     # HttpClient's constructor turns a failed first request into this ValueError.
     return isinstance(e, ValueError) and "Could not connect to a Chroma server" in str(e)
+
+
+def is_timeout(e: BaseException) -> bool:
+    """A connection that was made but not answered in time (httpx's timeouts, or the
+    query transport's socket timeout)."""
+    import httpx
+
+    if isinstance(e, httpx.TimeoutException):
+        return True
+    return isinstance(e, ChromaUnreachable) and isinstance(e.__cause__, TimeoutError)
 
 
 def is_refused(e: BaseException) -> bool:
@@ -138,10 +148,14 @@ class Collections:
             if is_refused(e):
                 raise refused(self.location, e, self.secrets) from None
             if is_unreachable(e):
-                raise BackendUnavailable(
-                    f"cannot reach the {self.location}: "
-                    f"{redact(f'{type(e).__name__}: {e}', self.secrets)}"
-                ) from e
+                what = redact(f"{type(e).__name__}: {e}", self.secrets)
+                if is_timeout(e):
+                    raise DeadlineExceeded(
+                        f"the {self.location} did not answer within its deadline "
+                        f"(Policy.deadlines.index_call_seconds): {what}; it is stopped or "
+                        "overloaded. Retry later"
+                    ) from e
+                raise BackendUnavailable(f"cannot reach the {self.location}: {what}") from e
             raise
 
     def batch_size(self) -> int:

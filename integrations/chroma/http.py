@@ -29,7 +29,7 @@ import orjson
 
 __all__ = ["ChromaRefused", "ChromaUnreachable", "PendingQuery", "QueryTransport", "check_access"]
 
-_TIMEOUT = 60.0  # seconds for connect and each read; a query is milliseconds
+_TIMEOUT = 60.0  # seconds for connect and each read, unless the index gives its own
 
 
 class ChromaUnreachable(ConnectionError):
@@ -50,7 +50,9 @@ def check_access(
 ) -> None:
     """Ask the server who we are before anything else, so a refused token is reported as
     such (`ChromaRefused`) instead of the client's generic connection error. A server that
-    does not answer is left to the client, which reports it as unreachable."""
+    refuses the connection is left to the client, which reports it as unreachable; one
+    that accepts it but does not answer within `timeout` (a stopped process) is
+    `ChromaUnreachable` here, since the client's first request has no timeout."""
     context = ssl.create_default_context() if tls else None
     conn = (
         http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
@@ -61,6 +63,10 @@ def check_access(
         conn.request("GET", "/api/v2/auth/identity", headers=dict(headers))
         resp = conn.getresponse()
         status, data = resp.status, resp.read()
+    except TimeoutError as e:  # connected, but no answer: the client would wait forever
+        raise ChromaUnreachable(
+            f"no answer within {timeout:g} s from {host}:{port} ({type(e).__name__})"
+        ) from e
     except (OSError, http.client.HTTPException):
         return
     finally:
@@ -77,9 +83,16 @@ class QueryTransport:
     """
 
     def __init__(
-        self, host: str, port: int, *, tls: bool, headers: Mapping[str, str] | None = None
+        self,
+        host: str,
+        port: int,
+        *,
+        tls: bool,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = _TIMEOUT,
     ) -> None:
         self._host = host
+        self._timeout = timeout
         self._port = port
         self._tls = ssl.create_default_context() if tls else None
         self._headers = {**dict(headers or {}), "Content-Type": "application/json"}
@@ -93,10 +106,10 @@ class QueryTransport:
         conn: http.client.HTTPConnection
         if self._tls is not None:
             conn = http.client.HTTPSConnection(
-                self._host, self._port, timeout=_TIMEOUT, context=self._tls
+                self._host, self._port, timeout=self._timeout, context=self._tls
             )
         else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=_TIMEOUT)
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
         with self._lock:
             if self._closed:
                 raise ChromaUnreachable("the query transport is closed")
@@ -157,8 +170,10 @@ class QueryTransport:
             status, data = resp.status, resp.read()
         except (OSError, http.client.HTTPException) as e:
             self._discard(conn)
-            if pending.reused:  # the server had closed it while idle: the query only
-                return self._fresh(pending)  # reads, so sending it again is safe
+            if pending.reused and not isinstance(e, TimeoutError):
+                # the server had closed it while idle: the query only reads, so sending
+                # it again is safe (not after a timeout: that server is not answering)
+                return self._fresh(pending)
             raise self._unreachable(e) from e
         if resp.will_close:
             self._discard(conn)

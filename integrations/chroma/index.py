@@ -14,6 +14,9 @@ Design choices, and why:
   `begin_query` sends one before the caller needs its answer.
 - The index is derived data: it can always be rebuilt from the record store, so
   a large upsert is split into Chroma-sized batches without cross-batch atomicity.
+- Every call has a deadline (`Policy.deadlines.index_call_seconds`, one Chroma call or
+  batch): a server's requests time out, and embedded Chroma, which has no timeout, runs
+  behind `chroma.bounded` (`BackendUnavailable`, or `StorageFull` after a full disk).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ import numpy as np
 
 from reverie.core.errors import BackendUnavailable, InvalidInput, InvalidVector, StoreCorrupt
 from reverie.core.models import validate_namespace
+from reverie.core.policy import DEFAULT_POLICY
 from reverie.core.ports import Vector, VectorHit, VectorItem
 from reverie.integrations.chroma import embeddings
+from reverie.integrations.chroma.bounded import BoundedClient
 from reverie.integrations.chroma.checks import (
     Scalar,
     check_ids,
@@ -50,6 +55,7 @@ from reverie.integrations.chroma.collections import (
 )
 from reverie.integrations.chroma.hnsw import DEFAULT_HNSW, SERVER_HNSW, HnswSettings
 from reverie.integrations.chroma.http import PendingQuery, QueryTransport, check_access
+from reverie.integrations.deadline import Bounded
 from reverie.integrations.urls import redact
 
 __all__ = [
@@ -69,6 +75,7 @@ _FETCH_GROWTH = 8
 _MAX_FETCH = 3200
 # Chroma's operation code for a delete in its write log (chromadb.types.Operation.DELETE)
 _LOG_DELETE = 3
+_DEADLINES = DEFAULT_POLICY.deadlines
 
 
 def _pairs(result: Mapping[str, Any]) -> list[tuple[str, float]]:
@@ -112,28 +119,48 @@ class ChromaIndex:
         self._transport = transport
         # embedded only: the SQLite file holding Chroma's write log (`purge_log`)
         self._log_file: str | None = None
+        self._call_seconds = _DEADLINES.index_call_seconds
 
     def collection(self, namespace: str) -> Any | None:
         """The namespace's chromadb collection, or None before its first vector: for
         measurements against Chroma itself and for inspection, never for writes (the index
-        keeps its own checks and caches in step)."""
-        return self._cols.get(validate_namespace(namespace))
+        keeps its own checks and caches in step). Embedded, the raw collection, without
+        the deadline's worker thread."""
+        col = self._cols.get(validate_namespace(namespace))
+        return getattr(col, "_target", col)
 
     # ------------------------------------------------------------------ factories
 
     @classmethod
     def embedded(
-        cls, path: str | os.PathLike[str], *, hnsw: HnswSettings = DEFAULT_HNSW
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        hnsw: HnswSettings = DEFAULT_HNSW,
+        call_seconds: float = _DEADLINES.index_call_seconds,
     ) -> ChromaIndex:
-        """A Chroma database in the directory `path` (created if missing), in-process."""
+        """A Chroma database in the directory `path` (created if missing), in-process.
+        Each call into it (one batch) runs on a worker thread and is waited for at most
+        `call_seconds` (`deadline.Bounded`); 0 calls it directly, with no deadline."""
         import chromadb
         from chromadb.config import Settings
 
-        client = chromadb.PersistentClient(
-            path=str(path), settings=Settings(anonymized_telemetry=False)
-        )
-        index = cls(client, hnsw=hnsw, location=f"embedded Chroma at {path}", owns_client=True)
+        location = f"embedded Chroma at {path}"
+
+        def make() -> Any:
+            return chromadb.PersistentClient(
+                path=str(path), settings=Settings(anonymized_telemetry=False)
+            )
+
+        client: Any
+        if call_seconds > 0:
+            bounded = Bounded(call_seconds, location)
+            client = BoundedClient(bounded.call(make), bounded)
+        else:
+            client = make()
+        index = cls(client, hnsw=hnsw, location=location, owns_client=True)
         index._log_file = os.path.join(os.fspath(path), "chroma.sqlite3")
+        index._call_seconds = call_seconds
         return index
 
     @classmethod
@@ -144,13 +171,17 @@ class ChromaIndex:
         hnsw: HnswSettings = SERVER_HNSW,
         headers: Mapping[str, str] | None = None,
         token: str | None = None,
+        call_seconds: float = _DEADLINES.index_call_seconds,
+        connect_seconds: float = _DEADLINES.connect_seconds,
     ) -> ChromaIndex:
         """A Chroma server at `url` (e.g. http://127.0.0.1:8000, started by `chroma run`).
 
         A server behind a token: `token=`, or the URL's password (http://:TOKEN@host:port);
         it is sent as `Authorization: Bearer TOKEN` (chromadb's token header) and never
         shown (`urls.redact`). Raises `AuthFailed` when the server refuses it and
-        `BackendUnavailable` when nothing answers there.
+        `BackendUnavailable` when nothing answers there. Every request gives up after
+        `connect_seconds` to connect and `call_seconds` to answer (chromadb's own HTTP
+        client waits forever on a server that accepts but does not answer).
         """
         import chromadb
         from chromadb.config import Settings
@@ -173,7 +204,7 @@ class ChromaIndex:
         port = parts.port or (443 if ssl else 8000)
         location = f"Chroma server at {where}"
         try:
-            check_access(parts.hostname, port, tls=ssl, headers=sent)
+            check_access(parts.hostname, port, tls=ssl, headers=sent, timeout=call_seconds)
             client = chromadb.HttpClient(
                 host=parts.hostname,
                 port=port,
@@ -181,6 +212,7 @@ class ChromaIndex:
                 headers=sent,
                 settings=Settings(anonymized_telemetry=False),
             )
+            _set_http_timeout(client, connect_seconds, call_seconds)
         except Exception as e:
             if is_refused(e):
                 raise refused(location, e, secrets) from None
@@ -190,7 +222,9 @@ class ChromaIndex:
                     "`chroma run --path <dir> --port <port>` or check the URL"
                 ) from e
             raise
-        transport = QueryTransport(parts.hostname, port, tls=ssl, headers=sent)
+        transport = QueryTransport(
+            parts.hostname, port, tls=ssl, headers=sent, timeout=call_seconds
+        )
         return cls(client, hnsw=hnsw, location=location, owns_client=True,
                    remote=True, transport=transport, secrets=secrets)
 
@@ -211,12 +245,12 @@ class ChromaIndex:
             assert col is not None
             self._check_dimension(namespace, self._cols.dimension(col), dim)
             size = self._cols.batch_size()
+            for s in chunks(len(ids), size):  # one call (and deadline) per batch
 
-            def write(c: Any) -> None:
-                for s in chunks(len(ids), size):
+                def write(c: Any, s: slice = s) -> None:
                     c.upsert(ids=ids[s], embeddings=matrix[s], metadatas=metadatas[s])
 
-            self._cols.call(namespace, write, create_dim=dim)
+                self._cols.call(namespace, write, create_dim=dim)
 
     def _check_dimension(self, namespace: str, stored: int, dim: int) -> None:
         if stored != dim:
@@ -388,13 +422,13 @@ class ChromaIndex:
             return
         with self._cols.guard():
             size = self._cols.batch_size()
+            for s in chunks(len(pairs), size):
+                part = pairs[s]
 
-            def write(c: Any) -> None:
-                for s in chunks(len(pairs), size):
-                    part = pairs[s]
+                def write(c: Any, part: list[tuple[str, dict[str, Scalar]]] = part) -> None:
                     c.update(ids=[p[0] for p in part], metadatas=[p[1] for p in part])
 
-            self._cols.call(namespace, write)
+                self._cols.call(namespace, write)
 
     def delete(self, namespace: str, ids: Sequence[str]) -> None:
         """Remove `ids` from the namespace; unknown ids are fine."""
@@ -403,12 +437,12 @@ class ChromaIndex:
             return
         with self._cols.guard():
             size = self._cols.batch_size()
+            for s in chunks(len(id_list), size):
 
-            def remove(c: Any) -> None:
-                for s in chunks(len(id_list), size):
+                def remove(c: Any, s: slice = s) -> None:
                     c.delete(ids=id_list[s])
 
-            self._cols.call(namespace, remove)
+                self._cols.call(namespace, remove)
 
     def purge_log(self, namespace: str, ids: Sequence[str]) -> int:
         """Remove the writes of `ids` from embedded Chroma's write log; returns how many
@@ -434,7 +468,9 @@ class ChromaIndex:
         if col is None:
             return 0
         removed = 0
-        conn = sqlite3.connect(self._log_file, timeout=30.0)
+        # Chroma's own connections may hold this file's lock (after a full disk, for
+        # good): wait for it no longer than any other call into the index
+        conn = sqlite3.connect(self._log_file, timeout=self._call_seconds or 30.0)
         try:
             conn.execute("PRAGMA secure_delete = ON")
             with conn:
@@ -525,6 +561,21 @@ class ChromaIndex:
 
     def __repr__(self) -> str:
         return f"ChromaIndex({self._cols.location})"
+
+
+def _set_http_timeout(client: Any, connect_seconds: float, call_seconds: float) -> None:
+    """Give chromadb's HTTP session (httpx, made with no timeout) connect and read
+    timeouts. The session is the client's private `_server._session`; a chromadb that
+    moved it fails here, loudly, rather than leaving the calls unbounded."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if not isinstance(session, httpx.Client):
+        raise RuntimeError(
+            "this chromadb's HTTP client has no `_server._session` to give a timeout; "
+            "reverie needs chromadb 1.x"
+        )
+    session.timeout = httpx.Timeout(call_seconds, connect=connect_seconds)
 
 
 def _hits(pairs: Sequence[tuple[str, float]]) -> list[VectorHit]:

@@ -10,11 +10,13 @@ from typing import Any
 from reverie.core.errors import (
     AuthFailed,
     BackendUnavailable,
+    DeadlineExceeded,
     InvalidInput,
     MissingExtra,
     PermissionDenied,
     WrongServerKind,
 )
+from reverie.core.policy import DEFAULT_POLICY
 from reverie.integrations.urls import redact
 
 try:
@@ -25,13 +27,18 @@ try:
         RedisClusterException,
         RedisError,
     )
+    from redis.exceptions import TimeoutError as RedisTimeout
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingExtra("The Redis store (reverie.integrations.redis)", "redis") from e
 
-__all__ = ["LostRaces", "client_from_url", "is_redis_url", "safe_url", "translate"]
+__all__ = [
+    "LostRaces", "client_from_url", "is_redis_url", "safe_url", "socket_timeout", "translate",
+]
 
-_CONNECT_TIMEOUT_S = 5.0
-_SOCKET_TIMEOUT_S = 30.0
+# A stopped or unreachable server fails a command with `BackendUnavailable` after these
+# (`Policy.deadlines`; `open_engine` passes the engine's own policy's numbers).
+_CONNECT_TIMEOUT_S = DEFAULT_POLICY.deadlines.connect_seconds
+_SOCKET_TIMEOUT_S = DEFAULT_POLICY.deadlines.store_call_seconds
 # Optimistic writes retry while others win the race; each round has a winner, so this only
 # runs out under pathological contention, which is then reported rather than spun on.
 _WRITE_DEADLINE_S = 30.0
@@ -132,10 +139,28 @@ def translate(e: BaseException, where: str, doing: str) -> BackendUnavailable:
             "~rv:* with the default key prefix rv) or connect as another user. Nothing was "
             "applied."
         )
+    if isinstance(e, RedisTimeout | TimeoutError):
+        return DeadlineExceeded(
+            f"{where} did not answer while {doing} within the socket timeout "
+            f"(Policy.deadlines): {type(e).__name__}: {text}; the server is stopped, "
+            "overloaded or unreachable. A write already sent is applied whole or not at "
+            "all if the server resumes; read before retrying it"
+        )
     return BackendUnavailable(
         f"{where} failed while {doing}: {type(e).__name__}: {text}; nothing of the failed "
         "operation was applied — check that the server is up and retry"
     )
+
+
+def socket_timeout(client: Any) -> float | None:
+    """The client's socket (read) timeout in seconds, None when it has none: a blocking
+    command (BLPOP) must block for less, or it reads as an outage."""
+    manager = getattr(client, "nodes_manager", None)
+    kwargs = getattr(manager, "connection_kwargs", None)
+    if kwargs is None:
+        kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
+    value = kwargs.get("socket_timeout")
+    return float(value) if value is not None else None
 
 
 def safe_url(url: str) -> str:

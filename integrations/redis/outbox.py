@@ -72,7 +72,7 @@ from reverie.core.errors import BackendUnavailable, InvalidInput, ReverieError
 from reverie.core.indexing import IndexWrite, merge
 from reverie.core.models import validate_namespace
 from reverie.core.ports import Vector, VectorHit, VectorIndex, VectorItem
-from reverie.integrations.redis.connection import translate
+from reverie.integrations.redis.connection import socket_timeout, translate
 from reverie.integrations.redis.keys import DEFAULT_PREFIX, NamespaceKeys, validate_prefix
 
 try:
@@ -124,7 +124,7 @@ class OutboxSettings:
 
 DEFAULT_OUTBOX = OutboxSettings()
 
-_MAX_BLOCK_S = 20.0  # one BLPOP at most (below the client's 30 s socket timeout)
+_MAX_BLOCK_S = 20.0  # one BLPOP at most (and at most half the client's socket timeout)
 
 # Replies: {FINISHED, target} | {BUSY, target, lease ms left} | {CLAIMED, target, entry, ...}
 # | {CLAIMED_OWN, target}: claimed, and the queue holds only the entries just pushed
@@ -315,6 +315,12 @@ class OutboxIndex:
         self._lease_ms = str(max(1, int(settings.lease_seconds * 1000)))
         self._wait_s = settings.wait_seconds
         self._linger_s = settings.linger_seconds
+        # a BLPOP blocks well inside the client's socket timeout, which would end it as
+        # an outage (`Policy.deadlines.store_call_seconds`)
+        read_timeout = socket_timeout(client)
+        self._max_block_s = (
+            _MAX_BLOCK_S if read_timeout is None else min(_MAX_BLOCK_S, read_timeout / 2)
+        )
         self._claim = client.register_script(_CLAIM)
         self._ack = client.register_script(_ACK)
         self._release = client.register_script(_RELEASE)
@@ -430,7 +436,7 @@ class OutboxIndex:
                 )
             # until woken, or until the holder's lease runs out (it may have died)
             lease_left = int(reply[2]) / 1000 if int(reply[2]) > 0 else 0.0
-            block = min(left, lease_left + 0.01, _MAX_BLOCK_S)
+            block = min(left, lease_left + 0.01, self._max_block_s)
             self._redis(self._client.blpop, [wake], max(block, 0.01))
             reply = self._redis(self._claim, names, args)
 

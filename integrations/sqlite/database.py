@@ -31,6 +31,7 @@ from reverie.core.errors import (
     StorageFull,
     StoreCorrupt,
 )
+from reverie.core.policy import DEFAULT_POLICY
 from reverie.integrations.sqlite.schema import (
     MARKER_NAME,
     MARKER_VALUE,
@@ -41,7 +42,6 @@ from reverie.integrations.sqlite.schema import (
 __all__ = ["Database", "chunks", "marks"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
-_BUSY_TIMEOUT_MS = 10_000
 # Well under SQLite's bound-parameter limit (999 on old builds), so IN (...) lists are safe.
 _CHUNK = 400
 
@@ -65,16 +65,25 @@ _SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
 class Database:
     """The connection to one reverie SQLite file, and its transactions."""
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        busy_seconds: float = DEFAULT_POLICY.deadlines.store_call_seconds,
+    ) -> None:
         """`synchronous`: NORMAL (the default) loses no commit to a killed process, but a
         power loss or OS crash may roll back the last commits (never corrupting the file);
         FULL syncs the WAL at every commit, so an acknowledged write survives those too,
-        at the cost of one fsync per write (docs/durability.md)."""
+        at the cost of one fsync per write (docs/durability.md). `busy_seconds`: how long
+        a statement waits for another process's lock before `BackendUnavailable`
+        (`Policy.deadlines.store_call_seconds`)."""
         sync = str(synchronous).upper()
         if sync not in _SYNCHRONOUS:
             raise InvalidInput(
                 f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}"
             )
+        self._busy_ms = max(1, round(busy_seconds * 1000))
         self._memory = os.fspath(path) == ":memory:"
         self._path = Path(os.fspath(path))
         self.lock = threading.RLock()
@@ -92,7 +101,7 @@ class Database:
         try:
             conn = sqlite3.connect(
                 os.fspath(path),
-                timeout=_BUSY_TIMEOUT_MS / 1000,
+                timeout=self._busy_ms / 1000,
                 isolation_level=None,  # we issue BEGIN/COMMIT ourselves
                 check_same_thread=False,
             )
@@ -102,7 +111,7 @@ class Database:
                 "its permissions"
             ) from None
         try:
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._validate(conn)  # before anything that writes
             if not self._memory:
                 # a new file hands the pages a deletion frees back to the file system
@@ -228,7 +237,7 @@ class Database:
         if isinstance(e, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
             translated = BackendUnavailable(
                 f"the reverie store at {self._path} stayed locked by another writer for more "
-                f"than {_BUSY_TIMEOUT_MS // 1000} s ({msg}); retry later"
+                f"than {self._busy_ms / 1000:g} s ({msg}); retry later"
             )
         elif _is_full(e):
             translated = StorageFull(

@@ -33,6 +33,7 @@ from reverie.core.clock import utc
 from reverie.core.codec import DECODED_RECORDS, DecodedRecords, memory_to_dict
 from reverie.core.errors import InvalidInput
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier, validate_namespace
+from reverie.core.policy import DEFAULT_POLICY
 from reverie.core.ports import LexicalHit, WriteBatch
 from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash, query_terms
@@ -60,11 +61,14 @@ class SQLiteStore:
         *,
         decoded_records: int = DECODED_RECORDS,
         synchronous: str = "NORMAL",
+        busy_seconds: float = DEFAULT_POLICY.deadlines.store_call_seconds,
     ) -> None:
         """`decoded_records`: how many decoded records to keep for re-reads (about 2 KB
         each; 0 turns it off), see core.codec.DecodedRecords. `synchronous`: "NORMAL", or
-        "FULL" for commits that survive a power loss (`sqlite.database.Database`)."""
-        self._db = Database(path, synchronous=synchronous)
+        "FULL" for commits that survive a power loss (`sqlite.database.Database`).
+        `busy_seconds`: the longest wait for another process's lock
+        (`Policy.deadlines.store_call_seconds`)."""
+        self._db = Database(path, synchronous=synchronous, busy_seconds=busy_seconds)
         self._text = FullText(self._db.path)
         self._decoded = DecodedRecords(decoded_records)  # recall re-reads the same records
 
