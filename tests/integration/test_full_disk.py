@@ -1,8 +1,10 @@
 """A full disk: writes fail with `StorageFull`, nothing hangs, and the store stays
 readable. The embedded default (SQLite and embedded Chroma) on a real 5 MB tmpfs
 filesystem (mounted here; tests run as root), written until it is full; recall must
-then return (it once blocked inside embedded Chroma for minutes), and the records the
-index could not take are flagged for repair."""
+then return. After a write fails on a full disk, embedded Chroma can keep its own
+SQLite lock and block every later call for its 1000 s busy timeout; reverie bounds each
+call into it (`Policy.deadlines.index_call_seconds`), so recall answers from the lexical
+index and the index's other calls fail with `StorageFull` rather than hang."""
 
 from __future__ import annotations
 
@@ -15,12 +17,17 @@ from typing import Any
 import pytest
 
 from reverie.core.errors import ReverieError, StorageFull
+from reverie.core.policy import Policy
 from reverie.integrations import open_engine
 from reverie.integrations.embedders import LocalEmbedder
 
 pytestmark = pytest.mark.slow
 
-DEADLINE_S = 120.0  # a call that has not returned by then is hung, not slow
+POLICY = Policy(index_call_seconds=10.0, store_call_seconds=10.0)
+# A public call makes a few backend calls in a row (recall first waits for the vectors
+# queued by this engine's writes, then queries), each bounded by its deadline; a call
+# still running after three deadlines and a margin for a loaded machine is hung.
+DEADLINE_S = 3 * POLICY.deadlines.index_call_seconds + 30.0
 
 
 @pytest.fixture
@@ -54,13 +61,10 @@ def returns(call: Any) -> Any:
     return out["value"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="after writes failed on a full disk, recall can block inside embedded Chroma "
-    "(seen in some runs, not all); the embedded index has no per-call deadline yet",
-)
 def test_a_full_disk_is_storage_full_and_recall_still_answers(small_disk: Path) -> None:
-    engine = open_engine(small_disk / "home", embedder=LocalEmbedder(), namespace="d")
+    engine = open_engine(
+        small_disk / "home", embedder=LocalEmbedder(), namespace="d", policy=POLICY
+    )
     stored: list[str] = []
     try:
         error: ReverieError | None = None
@@ -75,9 +79,14 @@ def test_a_full_disk_is_storage_full_and_recall_still_answers(small_disk: Path) 
         assert len(stored) > 0
         hits = returns(lambda: engine.recall("note 3 w3x5", k=3, reinforce=False)).hits
         assert hits, "recall on a full disk found nothing"
+        assert hits[0].memory.text.startswith("note 3 ")  # its words, found lexically
         got = {m.id for m in returns(lambda: list(engine.memories()))}
         assert set(stored) <= got  # every acknowledged write is readable
-        stats = returns(lambda: engine.stats())
-        assert stats["vector_repair_needed"] is (stats["total"] > stats["vectors"])
+        try:
+            stats = returns(lambda: engine.stats())
+        except StorageFull:
+            pass  # embedded Chroma kept its lock: the count is refused, not waited for
+        else:
+            assert stats["vector_repair_needed"] is (stats["total"] > stats["vectors"])
     finally:
         returns(engine.close)
