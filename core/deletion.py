@@ -91,6 +91,9 @@ class EvictionDeps:
     consolidate: Callable[[str], object] | None = None  # the hard cap's merge step
     synthesizer: Synthesizer | None = None  # the sweep's distiller (None: extractive)
     residue: EraseResidue | None = None  # clean deleted bytes out of files and logs
+    # (namespace, memories) -> their vectors as already stored (kept beside the records or
+    # in the index), the model asked only for the rest; None: embed them all
+    stored_vectors: Callable[[str, Sequence[Memory]], Vector] | None = None
 
 
 # ---------------------------------------------------------------------------- forget
@@ -505,13 +508,13 @@ def gc_candidate(memory: Memory, now: datetime, policy: Policy) -> bool:
 def member_collectable(member: Memory, node: Memory, now: datetime, policy: Policy) -> bool:
     """A consolidated or archived member of `node` that GC may collect: the synthesis has
     stood `gc_member_grace_days` since it was made, the member decayed below
-    `gc_salience`, and it is not pinned, a crystal, retention-exempt or a synthesis (a
-    synthesis member keeps its own members' lineage)."""
+    `gc_salience`, and it is not pinned, a crystal or retention-exempt. A synthesis member
+    is collected like any other: its lineage (its own provenance, and its stored members,
+    re-pointed) moves up to the node that holds its text now."""
     grace = timedelta(days=policy.maintenance.gc_member_grace_days)
     return (
         member.status in MEMBER_STATUSES
         and member.consolidated_into == node.id
-        and member.tier is not Tier.SYNTHESIS
         and not member.retention_exempt
         and not never_decays(member)
         and now - node.created_at >= grace
@@ -585,7 +588,9 @@ def _gc_namespace(
             stats["examined"] += 1
         if progress is not None:
             progress(1)
-        if m.consolidated_into is not None and m.tier is not Tier.SYNTHESIS:
+        if m.consolidated_into is not None and (
+            m.tier is not Tier.SYNTHESIS or m.status is Status.CONSOLIDATED
+        ):
             members.append(m)
             continue
         if m.status is not Status.ARCHIVED:
@@ -609,6 +614,9 @@ def _gc_namespace(
         elif (m.retention_exempt and not never_decays(m)
               and decay_score(m, now, policy) < policy.maintenance.gc_salience):
             stats["kept_exempt"] += 1
+    # a collected synthesis hands its stored members to the nearest node GC keeps above it
+    lifted = _lift_members(members, collect, now)
+    taken = {m.id: m for ms in collect.values() for m in ms}
     # a synthesis among the doomed: its members must have somewhere to point. Keep any
     # node with a surviving member and no live node above it, until nothing changes.
     repoint: list[Memory] = []
@@ -631,18 +639,21 @@ def _gc_namespace(
         for m in pointing:
             if m.id not in doomed and m.id not in collected_ids and m.consolidated_into in doomed:
                 heir = _live_heir(doomed, m.consolidated_into, store, ns)
+                if heir is not None:
+                    heir = _kept_above(heir, taken)
                 repoint.append(m.evolve(consolidated_into=heir, updated_at=now))
         for node in doomed.values():
             if node.tier is Tier.SYNTHESIS and provenance(node):
                 heir = _live_heir(doomed, node.id, store, ns)
                 if heir is not None:
-                    heirs[node.id] = heir
+                    heirs[node.id] = _kept_above(heir, taken)
     stats["collected"] = sum(len(ms) for ms in collect.values())
     stats["deleted"] = len(doomed) + stats["collected"]
-    stats["repointed"] = len(repoint)
+    stats["repointed"] = len({m.id for m in repoint} | set(lifted))
     gone = sorted({*doomed, *(m.id for ms in collect.values() for m in ms)})
     if not dry_run:
         _write_provenance(deps, ns, collect, doomed, heirs, now)
+        repoint = [m for m in repoint if m.id not in lifted] + list(lifted.values())
         if repoint:
             store.commit(WriteBatch(ns, tuple(repoint)))
         if gone:
@@ -673,8 +684,14 @@ def _write_provenance(
     """Before members are deleted, their synthesis records their compact provenance; a
     synthesis GC deletes hands its own provenance to the node that absorbed it."""
     adds: dict[str, dict[str, dict[str, Any]]] = {}
+    collected = {m.id: m for ms in collect.values() for m in ms}
     for node_id, ms in collect.items():
-        adds.setdefault(node_id, {}).update({m.id: provenance_entry(m, now) for m in ms})
+        heir = _kept_above(node_id, collected)
+        for m in ms:
+            entries = adds.setdefault(heir, {})
+            entries[m.id] = provenance_entry(m, now)
+            if m.tier is Tier.SYNTHESIS:  # its own collected members go up with it
+                entries.update(provenance(m))
     for lower, heir in heirs.items():
         adds.setdefault(heir, {}).update(provenance(doomed[lower]))
     store = deps.store
@@ -690,6 +707,31 @@ def _write_provenance(
             ),)))
 
         retry_conflicts(attempt)
+
+
+def _kept_above(node_id: str, collected: Mapping[str, Memory]) -> str:
+    """The node a member's lineage belongs to after this GC: `node_id`, or, when GC
+    collects that node too, the first node up its `consolidated_into` chain it keeps."""
+    seen: set[str] = set()
+    while node_id in collected and node_id not in seen:
+        seen.add(node_id)
+        node_id = collected[node_id].consolidated_into or node_id
+    return node_id
+
+
+def _lift_members(
+    members: Sequence[Memory], collect: Mapping[str, Sequence[Memory]], now: datetime
+) -> dict[str, Memory]:
+    """Members that stay while the synthesis they point to is collected, re-pointed to
+    the node GC keeps above it (so forget, undo and a later GC still reach them)."""
+    collected = {m.id: m for ms in collect.values() for m in ms}
+    out: dict[str, Memory] = {}
+    for m in members:
+        target = m.consolidated_into
+        if m.id in collected or target is None or target not in collected:
+            continue
+        out[m.id] = m.evolve(consolidated_into=_kept_above(target, collected), updated_at=now)
+    return out
 
 
 def _delete_orphan_vectors(deps: EvictionDeps, ns: str) -> int:

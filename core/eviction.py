@@ -190,7 +190,15 @@ def _sweep_namespace(
     stats["examined"] = len(active)
     candidates = [m for m in active if sweep_candidate(m, now, deps.policy)]
     stats["candidates"] = len(candidates)
-    vectors = deps.embed_memories(candidates) if len(candidates) >= 2 else None
+    # grouping reads the vectors the candidates were stored with: they are what the model
+    # gave for these texts, so asking it again would only repeat its work
+    vectors = None
+    if len(candidates) >= 2:
+        vectors = (
+            deps.embed_memories(candidates)
+            if deps.stored_vectors is None
+            else deps.stored_vectors(ns, candidates)
+        )
     groups, lone = group_candidates(deps.policy, candidates, vectors)
     stats["kept_lone"] = len(lone)
     report.groups.extend([m.id for m in g] for g in groups)

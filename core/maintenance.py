@@ -62,6 +62,7 @@ class Maintenance:
             consolidate=consolidate,
             synthesizer=synthesizer,
             residue=self.erase_residue,
+            stored_vectors=lambda ns, ms: vector_sync.stored_or_embedded(ctx, ns, ms),
         )
 
     def erase_residue(

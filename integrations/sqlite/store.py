@@ -532,10 +532,13 @@ class SQLiteStore:
     # --- erasure --------------------------------------------------------------------------
 
     def erase_residue(self, *, compact: bool = False) -> dict[str, Any]:
-        """After a deletion: the WAL is checkpointed and truncated, so no copy of a deleted
-        row's page stays in `<file>-wal`; `secure_delete` already zeroed the freed bytes of
-        the main file. `compact` also runs VACUUM (a smaller file; not needed for erasure)."""
-        done: dict[str, Any] = {"store": "sqlite", **self._db.checkpoint()}
+        """After a deletion: the freed pages go back to the file system, and the WAL is
+        checkpointed and truncated, so no copy of a deleted row's page stays in
+        `<file>-wal`; `secure_delete` already zeroed the freed bytes of the main file.
+        `compact` also runs VACUUM (a defragmented file; a file made before pages were
+        freed this way takes the mode then)."""
+        freed = self._db.free_pages()
+        done: dict[str, Any] = {"store": "sqlite", "pages_freed": freed, **self._db.checkpoint()}
         if compact:
             self._db.vacuum()
             done.update({"vacuumed": True, **self._db.checkpoint()})
