@@ -44,6 +44,11 @@ __all__ = ["Database", "chunks", "marks"]
 _SQLITE_HEADER = b"SQLite format 3\x00"
 # Well under SQLite's bound-parameter limit (999 on old builds), so IN (...) lists are safe.
 _CHUNK = 400
+# Pages this process keeps in its own cache, in KiB (SQLite's default is 2 MB). A recall
+# reads a hundred or so rows and index entries scattered over the file; with the default,
+# most of those pages come from the operating system again on every query (a system call
+# each). The price is memory: at most this much per open store, only as pages are read.
+_PAGE_CACHE_KIB = 65_536
 
 T = TypeVar("T")
 
@@ -127,6 +132,7 @@ class Database:
             conn.execute("PRAGMA foreign_keys = ON")
             # forget is for privacy: freed bytes are zeroed, not left readable in the file
             conn.execute("PRAGMA secure_delete = ON")
+            conn.execute(f"PRAGMA cache_size = -{_PAGE_CACHE_KIB}")
             self._conn = conn
             self._migrate()
         except BaseException as e:
