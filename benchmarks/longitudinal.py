@@ -453,6 +453,50 @@ def disk_bytes(home: Path) -> dict[str, int]:
     return {"sqlite": sqlite, "vectors": vectors, "total": sqlite + vectors}
 
 
+def _tables(db: Path) -> dict[str, Any]:
+    """Bytes of each table and index of a SQLite file (its pages, `dbstat`), with the
+    file's page and free-list counts."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = {str(name): int(size) for name, size in conn.execute(
+            "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC")}
+        pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+        free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+        size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        conn.close()
+    return {"tables": tables, "pages": pages, "free_pages": free, "page_size": size}
+
+
+def breakdown(home: Path) -> dict[str, Any]:
+    """Where the bytes of a closed store are: the SQLite file by table and index, the
+    `memories` rows by status and tier (record JSON and kept embedding), and the Chroma
+    directory (its SQLite file by table, and the HNSW segment files)."""
+    import sqlite3
+
+    db = home / "memory.db"
+    out: dict[str, Any] = {"sqlite": _tables(db)}
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        out["rows"] = [
+            {"status": st, "tier": tier, "rows": int(n), "record_bytes": int(rec or 0),
+             "embedding_bytes": int(emb or 0), "text_chars": int(txt or 0)}
+            for st, tier, n, rec, emb, txt in conn.execute(
+                "SELECT status, tier, count(*), sum(length(record)), sum(length(embedding)), "
+                "sum(length(json_extract(record, '$.text'))) FROM memories GROUP BY 1, 2")
+        ]
+    finally:
+        conn.close()
+    vec = home / "vectors"
+    out["chroma_sqlite"] = _tables(vec / "chroma.sqlite3")
+    out["chroma_sqlite"]["bytes"] = (vec / "chroma.sqlite3").stat().st_size
+    out["hnsw"] = {p.name: p.stat().st_size for p in vec.rglob("*")
+                   if p.is_file() and p.parent != vec}
+    return out
+
+
 def run(
     label: str, stream: Stream, embedder: Metered, home: Path, maintain: bool,
     profiler: Any = None,
@@ -516,6 +560,7 @@ def run(
         engine.close()
     final_bytes = disk_bytes(home)  # after close: the WAL checkpointed, as a user leaves it
     return {"monthly": monthly, "eval": result, "counts": counts, "totals": totals,
+            "breakdown": breakdown(home),
             "maintenance_seconds": maint_seconds, "maintenance_phases": phases,
             "ingest_seconds": ingest_seconds, "bytes_closed": final_bytes,
             "embedding": embedder.stats,
@@ -573,6 +618,91 @@ def _before(previous: dict[str, Any] | None) -> list[str]:
         f"{mt['maintenance_seconds']:.0f} s / {ingest:.0f} s = "
         f"{mt['maintenance_seconds'] / ingest:.2f}x |",
     ]
+
+
+def _groups(tables: dict[str, int]) -> dict[str, int]:
+    """A SQLite file's tables and indexes summed into what they are for."""
+    def kind(name: str) -> str:
+        if name == "memories":
+            return "memories (rows: record JSON + kept embedding)"
+        if name.startswith(("memories_", "sqlite_autoindex_memories")):
+            return "indexes on memories"
+        if name.startswith("lexical_"):
+            return "lexical postings and terms"
+        if name.startswith("edges"):
+            return "edges"
+        if name == "journal":
+            return "journal (maintenance plans)"
+        if name.startswith(("embeddings_queue",)):
+            return "Chroma write log (embeddings_queue)"
+        if name.startswith(("embedding_metadata", "embedding_fulltext")):
+            return "Chroma metadata"
+        if name.startswith(("embeddings", "sqlite_autoindex_embeddings")):
+            return "Chroma embedding rows"
+        return "other"
+    out: dict[str, int] = {}
+    for name, size in tables.items():
+        out[kind(name)] = out.get(kind(name), 0) + size
+    return out
+
+
+def _where(un: dict[str, Any], mt: dict[str, Any]) -> list[str]:
+    """Where the records and bytes are at the end, both runs side by side."""
+    if "breakdown" not in un or "breakdown" not in mt:
+        return []
+    ub, mb_ = un["breakdown"], mt["breakdown"]
+    mb = 1e6
+    lines = [
+        "",
+        "Where the records are at the end:",
+        "",
+        "| records | uncompressed | maintained |",
+        "|---|---:|---:|",
+    ]
+    keys = sorted({k for k in (*un["counts"], *mt["counts"])
+                   if k.startswith(("status:", "tier:")) or k == "total"})
+    for k in keys:
+        lines.append(f"| {k} | {un['counts'].get(k, 0)} | {mt['counts'].get(k, 0)} |")
+    lines += [
+        "",
+        "Where the bytes are at the end (closed store; SQLite pages by table and index "
+        "from `dbstat`, Chroma's own SQLite file, the HNSW segment files), MB:",
+        "",
+        "| bytes | uncompressed | maintained | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+
+    def row(name: str, u: float, m: float) -> None:
+        lines.append(f"| {name} | {u / mb:.2f} | {m / mb:.2f} | "
+                     + (f"{m / u:.3f} |" if u else "- |"))
+
+    us, ms = ub["sqlite"], mb_["sqlite"]
+    row("SQLite file", us["pages"] * us["page_size"], ms["pages"] * ms["page_size"])
+    ug, mg = _groups(us["tables"]), _groups(ms["tables"])
+    for k in sorted({*ug, *mg}, key=lambda k: -(ug.get(k, 0) + mg.get(k, 0))):
+        row(f"... {k}", ug.get(k, 0), mg.get(k, 0))
+    row("... free pages", us["free_pages"] * us["page_size"],
+        ms["free_pages"] * ms["page_size"])
+    for field, name in (("record_bytes", "record JSON"), ("embedding_bytes", "kept embeddings"),
+                        ("text_chars", "texts (characters)")):
+        row(f"memories rows: {name}", sum(r[field] for r in ub["rows"]),
+            sum(r[field] for r in mb_["rows"]))
+    uc, mc = ub["chroma_sqlite"], mb_["chroma_sqlite"]
+    row("Chroma SQLite file", uc["bytes"], mc["bytes"])
+    ucg, mcg = _groups(uc["tables"]), _groups(mc["tables"])
+    for k in sorted({*ucg, *mcg}, key=lambda k: -(ucg.get(k, 0) + mcg.get(k, 0)))[:4]:
+        row(f"... {k}", ucg.get(k, 0), mcg.get(k, 0))
+    row("... free pages", uc["free_pages"] * uc["page_size"],
+        mc["free_pages"] * mc["page_size"])
+    row("HNSW segment files", sum(ub["hnsw"].values()), sum(mb_["hnsw"].values()))
+    for k in sorted({*ub["hnsw"], *mb_["hnsw"]}):
+        if ub["hnsw"].get(k, 0) + mb_["hnsw"].get(k, 0) > 0.05 * mb:
+            row(f"... {k}", ub["hnsw"].get(k, 0), mb_["hnsw"].get(k, 0))
+    lines.append("")
+    lines.append("Synthesis rows (maintained): " + ", ".join(
+        f"{r['status']} {r['rows']} ({r['text_chars'] / max(r['rows'], 1):.0f} characters "
+        f"of text each)" for r in mb_["rows"] if r["tier"] == "synthesis"))
+    return lines
 
 
 def _mark(ok: bool) -> str:
@@ -782,6 +912,8 @@ def render(raw: dict[str, Any], out_dir: Path, previous: dict[str, Any] | None) 
         + ", ".join(f"{n} {'yes' if c else 'no'}" for n, c in zip(
             me["keyed"]["facts"] + me["free_text"]["facts"],
             me["keyed"]["current_in_top5"] + me["free_text"]["current_in_top5"], strict=True)),
+        "",
+        *_where(un, mt),
         "",
         "Targets:",
         *(f"- {name}: {_mark(ok)}" for name, ok in targets.items()),
