@@ -39,7 +39,7 @@ from reverie.integrations.sqlite.schema import (
     SCHEMA_VERSION,
 )
 
-__all__ = ["Database", "chunks", "marks"]
+__all__ = ["Database", "chunks", "fits_one_list", "marks"]
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 # Well under SQLite's bound-parameter limit (999 on old builds), so IN (...) lists are safe.
@@ -57,6 +57,11 @@ def chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
     """`items` in pieces small enough for one `IN (...)` list."""
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def fits_one_list(n: int) -> bool:
+    """Whether `n` items fit one `IN (...)` list, so one statement reads them all."""
+    return n <= _CHUNK
 
 
 def marks(n: int) -> str:
@@ -321,6 +326,19 @@ class Database:
                 finally:
                     if conn.in_transaction:
                         conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise self._translate(e) from None
+
+    @contextmanager
+    def single(self) -> Iterator[sqlite3.Connection]:
+        """For a read of one statement: SQLite runs a statement outside a transaction in
+        a read snapshot of its own, so no BEGIN and COMMIT are sent around it (two calls
+        fewer, each of which hands the GIL to any other thread waiting for it). The
+        statement's rows must be read to the end inside the block."""
+        with self.lock:
+            conn = self.connection()
+            try:
+                yield conn
             except sqlite3.Error as e:
                 raise self._translate(e) from None
 

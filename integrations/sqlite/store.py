@@ -40,7 +40,7 @@ from reverie.core.text import content_hash, query_terms
 from reverie.integrations.id_batches import unique as _unique
 from reverie.integrations.kept_vectors import from_bytes, to_bytes
 from reverie.integrations.sqlite import leases, records
-from reverie.integrations.sqlite.database import Database, chunks, marks
+from reverie.integrations.sqlite.database import Database, chunks, fits_one_list, marks
 from reverie.integrations.sqlite.lexical import FullText
 from reverie.integrations.sqlite.schema import SCHEMA_VERSION
 from reverie.integrations.store_values import check_ttl, check_window, dumps, from_micros, micros
@@ -113,6 +113,11 @@ class SQLiteStore:
 
     def _read(self) -> AbstractContextManager[sqlite3.Connection]:
         return self._db.read()
+
+    def _reading(self, ids: int) -> AbstractContextManager[sqlite3.Connection]:
+        """A read of `ids` ids by `IN` lists: one statement needs no transaction around
+        it (`Database.single`), several share one snapshot."""
+        return self._db.single() if fits_one_list(ids) else self._db.read()
 
     def _load(self, record: str) -> Memory:
         try:
@@ -261,7 +266,7 @@ class SQLiteStore:
         ns = validate_namespace(namespace)
         wanted = _unique(ids)
         records: list[str] = []
-        with self._read() as conn:
+        with self._reading(len(wanted)) as conn:
             for chunk in chunks(wanted):
                 records.extend(
                     r[0]
@@ -310,7 +315,7 @@ class SQLiteStore:
         ns = validate_namespace(namespace)
         wanted = _unique(ids)
         out: list[tuple[str, Any]] = []
-        with self._read() as conn:
+        with self._reading(len(wanted)) as conn:
             for chunk in chunks(wanted):
                 out.extend(conn.execute(
                     f"SELECT id, {column} FROM memories WHERE namespace = ? "
@@ -455,20 +460,21 @@ class SQLiteStore:
         ns = validate_namespace(namespace)
         wanted = _unique(ids)
         seen: dict[tuple[str, str, str], float] = {}
-        with self._read() as conn:
+        with self._reading(len(wanted)) as conn:
             for chunk in chunks(wanted):
                 in_list = marks(len(chunk))
                 # Without the hint SQLite answers `dst IN` from the primary key's
                 # `namespace` prefix, a scan of every edge of the namespace per call: the
                 # REM commit then slowed down as the store grew (weight is not in the
-                # index, so the planner undervalues it).
-                for column, index in (("src", ""), ("dst", " INDEXED BY edges_by_dst")):
-                    for src, dst, type_, weight in conn.execute(
-                        f"SELECT src, dst, type, weight FROM edges{index} "
-                        f"WHERE namespace = ? AND {column} IN ({in_list})",
-                        (ns, *chunk),
-                    ):
-                        seen[(src, dst, type_)] = weight
+                # index, so the planner undervalues it). Both ends in one statement.
+                for src, dst, type_, weight in conn.execute(
+                    f"SELECT src, dst, type, weight FROM edges "
+                    f"WHERE namespace = ? AND src IN ({in_list}) UNION ALL "
+                    f"SELECT src, dst, type, weight FROM edges INDEXED BY edges_by_dst "
+                    f"WHERE namespace = ? AND dst IN ({in_list})",
+                    (ns, *chunk, ns, *chunk),
+                ):
+                    seen[(src, dst, type_)] = weight
         return [Edge(src, dst, EdgeType(t), w) for (src, dst, t), w in seen.items()]
 
     def degrees(self, namespace: str, ids: Iterable[str]) -> dict[str, int]:
