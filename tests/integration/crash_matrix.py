@@ -1,24 +1,39 @@
 """SIGKILL at a random point of a random mix of observe, forget, consolidate, sweep, gc
 and repair, on SQLite or Redis (each with embedded Chroma), then check the store.
 
-`python -m tests.integration.crash_matrix worker ...` is the process that gets killed: it
-prints "ack <op> <id>" after each call returns. `kill_once` runs one, kills it after a
-seeded number of acknowledgements and checks: every acknowledged observe is stored
-(forget only ever erases texts of its own vocabulary, and gc deletes nothing under this
-policy), SQLite's integrity check passes, the repair flag is set exactly when records
-lack vectors (by id, not by count), and the next maintenance run leaves none lacking.
-The test (test_crash_matrix.py) runs a few kills; scripts/crash-soak runs many.
+Loading the embedding model is most of a process's start, so one server process
+(`python -m tests.integration.crash_matrix serve`, driven by `CrashServer`) loads it once
+and forks, for every kill, a worker and then a checker:
+
+- the worker opens the store and runs seeded random operations, writing "begin <op>"
+  before each call and "ack <op> <id>" after it returns; the server SIGKILLs it after a
+  seeded number of acknowledgements plus a seeded delay, so the kill lands anywhere in
+  the next call (or between two);
+- the checker opens the store again, as the next process would, and checks: every
+  acknowledged observe of a kept text is stored (forget only ever erases texts of its
+  own vocabulary, and gc deletes nothing under this policy); every acknowledged forget
+  stays forgotten; the store is intact (SQLite's and Chroma's `integrity_check`, or on
+  Redis every secondary index agreeing with the records); the repair flag is set exactly
+  when records lack vectors (by id, not by count); and the next maintenance run leaves
+  none lacking.
+
+The server itself never opens a store, a Chroma client or a thread pool, so each fork
+starts from a clean process. test_crash_matrix.py runs a few kills; scripts/crash-soak
+runs many.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
-from dataclasses import dataclass, field
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +43,8 @@ OPS = ["observe"] * 6 + ["forget", "consolidate", "sweep", "gc", "repair"]
 KEPT = ["parcel", "flat", "neighbour", "garden", "boiler", "invoice", "piano", "ferry"]
 SCRATCH = ["zebra", "quartz", "violin", "tundra", "saffron", "glacier", "cobalt", "lagoon"]
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
+MAX_ACKS = 30  # a kill comes after 1..MAX_ACKS acknowledged calls
+MAX_DELAY = 0.25  # ... and 0..MAX_DELAY seconds into what follows
 
 
 def policy() -> Any:
@@ -37,28 +54,36 @@ def policy() -> Any:
     return Policy(gc_salience=0.0)
 
 
-def open_at(home: str, url: str, prefix: str, clock: Any, embedder: Any = None) -> Any:
+def open_at(home: str, url: str, prefix: str, clock: Any, embedder: Any) -> Any:
     from reverie.integrations import open_engine
     from reverie.integrations.redis.store import RedisStore
 
     store = RedisStore.from_url(url, prefix=prefix) if url != "-" else None
-    return open_engine(home, store=store, embedder=embedder, namespace=NS, clock=clock,
-                       policy=policy())
+    return open_engine(
+        home, store=store, embedder=embedder, namespace=NS, clock=clock, policy=policy()
+    )
 
 
-def worker(home: str, url: str, prefix: str, seed: int) -> None:
+def worker(home: str, url: str, prefix: str, seed: int, embedder: Any, out: int) -> None:
+    """Runs until killed; every line goes to the pipe `out` in one write."""
     from reverie.core import ManualClock
+
+    def say(line: str) -> None:
+        os.write(out, (line + "\n").encode())
 
     rng = random.Random(seed)
     clock = ManualClock(T0)
-    engine = open_at(home, url, prefix, clock)
+    engine = open_at(home, url, prefix, clock, embedder)
     scratch: list[str] = []
-    print("ready", flush=True)
+    say("ready")
     n = 0
     while True:
         op = rng.choice(OPS)
         n += 1
         clock.advance(days=rng.choice([0, 1, 5, 30]))
+        if op == "forget" and not scratch:
+            continue
+        say(f"begin {op}")
         if op == "observe":
             keep = rng.random() < 0.7
             words = KEPT if keep else SCRATCH
@@ -66,90 +91,190 @@ def worker(home: str, url: str, prefix: str, seed: int) -> None:
             m = engine.observe(text)
             if not keep:
                 scratch.append(m.id)
-            print(f"ack observe {m.id} {'kept' if keep else 'scratch'}", flush=True)
-        elif op == "forget" and scratch:
+            say(f"ack observe {m.id} {'kept' if keep else 'scratch'}")
+        elif op == "forget":
             victim = scratch.pop(rng.randrange(len(scratch)))
             engine.forget(victim)
-            print(f"ack forget {victim}", flush=True)
+            say(f"ack forget {victim}")
         elif op == "consolidate":
             engine.consolidate()
-            print("ack consolidate -", flush=True)
+            say("ack consolidate -")
         elif op == "sweep":
             engine.sweep(NS)
-            print("ack sweep -", flush=True)
+            say("ack sweep -")
         elif op == "gc":
             engine.gc(NS)
-            print("ack gc -", flush=True)
+            say("ack gc -")
         elif op == "repair":
             engine.repair(namespace=NS)
-            print("ack repair -", flush=True)
+            say("ack repair -")
 
 
 @dataclass
 class Outcome:
-    acks: int
-    last_op: str
-    lost: list[str] = field(default_factory=list)
+    seed: int
+    acks: int = 0  # calls that returned before the kill
+    writes: int = 0  # of which observes and forgets (acknowledged writes)
+    killed_in: str = "-"  # the call running when the kill landed ("between": none)
+    lost: list[str] = field(default_factory=list)  # acknowledged kept observes missing
+    unforgotten: list[str] = field(default_factory=list)  # acknowledged forgets undone
     integrity: str = "ok"
-    lacking: int = 0
-    flagged: bool = False
+    lacking: int = 0  # records without a vector on the next open
+    flagged: bool = False  # vector_repair_needed on the next open
     lacking_after_gc: int = 0
+    error: str = ""  # the worker or the checker failed on its own
 
 
-def kill_once(home: Path, url: str, prefix: str, seed: int, embedder: Any) -> Outcome:
-    """One kill at a seeded point, then the checks (see the module docstring)."""
+def _integrity(path: Path) -> str:
+    """SQLite's own check, on a read-write connection: the first to open a file after a
+    kill recovers its WAL, which a read-only one may not do."""
+    if not path.exists():
+        return "ok"
+    conn = sqlite3.connect(path, timeout=30.0)
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+    finally:
+        conn.close()
+    return "ok" if rows == ["ok"] else f"{path.name}: {'; '.join(rows[:3])}"
+
+
+def _check(
+    home: Path,
+    url: str,
+    prefix: str,
+    kept: list[str],
+    forgotten: list[str],
+    embedder: Any,
+    out: Outcome,
+) -> None:
+    """The next process's view of the store (see the module docstring)."""
     from reverie.core import ManualClock
 
-    rng = random.Random(seed * 7919)
-    stop_after = rng.randint(2, 30)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.crash_matrix", "worker", str(home), url,
-         prefix, str(seed)],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
-    )
-    kept: list[str] = []
-    acks = 0
-    last = "-"
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready", "the worker did not start"
-        for line in proc.stdout:
-            parts = line.split()
-            if len(parts) >= 3 and parts[0] == "ack":
-                acks += 1
-                last = parts[1]
-                if parts[1] == "observe" and parts[3] == "kept":
-                    kept.append(parts[2])
-            if acks >= stop_after:
-                break
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=60)
-    out = Outcome(acks=acks, last_op=last)
-    if url == "-":
-        with sqlite3.connect(f"file:{home / 'memory.db'}?mode=ro", uri=True) as conn:
-            out.integrity = str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    found = [_integrity(home / "memory.db")] if url == "-" else []
+    found += [_integrity(p) for p in home.rglob("chroma.sqlite3")]
     engine = open_at(str(home), url, prefix, ManualClock(T0), embedder)
     try:
+        if url != "-":
+            from tests.integration.redis_consistency import index_problems
+
+            found += index_problems(engine.store.client, NS, prefix) or ["ok"]
+        out.integrity = "; ".join(p for p in found if p != "ok") or "ok"
         stored = {m.id for m in engine.memories()}
         out.lost = [i for i in kept if i not in stored]
+        out.unforgotten = [i for i in forgotten if i in stored]
         out.lacking = len(stored - engine.vectors.ids(NS))
         out.flagged = bool(engine.stats()["vector_repair_needed"])
         engine.gc(NS)
         out.lacking_after_gc = len({m.id for m in engine.memories()} - engine.vectors.ids(NS))
+        if url != "-":
+            for ns in engine.store.namespaces():
+                engine.store.delete_namespace(ns)
     finally:
         engine.close()
+
+
+def _lines(fd: int) -> Iterator[str]:
+    """Lines read from `fd` until its writer is gone."""
+    buf = b""
+    while chunk := os.read(fd, 65536):
+        buf += chunk
+        *done, buf = buf.split(b"\n")
+        yield from (d.decode() for d in done)
+
+
+def _fork(body: Any) -> tuple[int, int]:
+    """(pid, read end) of a child running `body(write end)`; the child never returns."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        code = 0
+        try:
+            body(w)
+        except BaseException as e:
+            os.write(w, f"error {type(e).__name__}: {e}\n".replace("\n", " ").encode() + b"\n")
+            code = 3
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def kill_once(home: Path, url: str, prefix: str, seed: int, embedder: Any) -> Outcome:
+    """One worker killed at a seeded point, then the checks; called in the server."""
+    rng = random.Random(seed * 7919)
+    stop_after = rng.randint(1, MAX_ACKS)
+    delay = rng.uniform(0.0, MAX_DELAY)
+    out = Outcome(seed=seed)
+    kept: list[str] = []
+    forgotten: list[str] = []
+    last = ""
+
+    def read(line: str) -> None:
+        nonlocal last
+        parts = line.split()
+        if not parts:
+            return
+        if parts[0] == "error":
+            out.error = line
+        elif parts[0] == "ack":
+            out.acks += 1
+            if parts[1] == "observe":
+                out.writes += 1
+                if parts[3] == "kept":
+                    kept.append(parts[2])
+            elif parts[1] == "forget":
+                out.writes += 1
+                forgotten.append(parts[2])
+        if parts[0] in ("begin", "ack"):
+            last = line
+
+    pid, r = _fork(lambda w: worker(str(home), url, prefix, seed, embedder, w))
+    lines = _lines(r)
+    try:
+        for line in lines:
+            read(line)
+            if out.acks >= stop_after or out.error:
+                break
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        for line in lines:  # what it wrote before it died was acknowledged too
+            read(line)
+    finally:
+        os.close(r)
+    out.killed_in = last.split()[1] if last.startswith("begin") else "between"
+    if out.error:
+        return out
+
+    def checker(w: int) -> None:
+        _check(home, url, prefix, kept, forgotten, embedder, out)
+        os.write(w, (json.dumps(asdict(out)) + "\n").encode())
+
+    pid, r = _fork(checker)
+    try:
+        said = list(_lines(r))
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    for line in said:
+        if line.startswith("{"):
+            return Outcome(**json.loads(line))
+    out.error = " ".join(said) or "the checker died without a word"
     return out
 
 
 def check(outcome: Outcome) -> list[str]:
     """What is wrong with one kill's outcome, one sentence each."""
     problems = []
+    if outcome.error:
+        problems.append(outcome.error)
     if outcome.lost:
         problems.append(f"{len(outcome.lost)} acknowledged observes lost")
+    if outcome.unforgotten:
+        problems.append(f"{len(outcome.unforgotten)} acknowledged forgets undone")
     if outcome.integrity != "ok":
         problems.append(f"integrity check: {outcome.integrity}")
     if outcome.flagged != (outcome.lacking > 0):
@@ -159,5 +284,63 @@ def check(outcome: Outcome) -> list[str]:
     return problems
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["worker"]:
-    worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+class CrashServer:
+    """The forking server as a context manager: `kill_once` sends it one kill's
+    parameters and returns its `Outcome`. `nice` lowers its priority (a soak shares
+    the machine)."""
+
+    def __init__(self, nice: int = 0) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.crash_matrix", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+            env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+            preexec_fn=(lambda: os.nice(nice)) if nice else None,
+        )
+
+    def kill_once(self, home: Path, url: str, prefix: str, seed: int) -> Outcome:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        request = {"home": str(home), "url": url, "prefix": prefix, "seed": seed}
+        self._proc.stdin.write(json.dumps(request) + "\n")
+        self._proc.stdin.flush()
+        for line in self._proc.stdout:
+            if line.startswith("outcome "):
+                return Outcome(**json.loads(line[len("outcome ") :]))
+        raise RuntimeError(f"the crash server exited with {self._proc.wait()}")
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait(timeout=60)
+
+    def __enter__(self) -> CrashServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None and self._proc.poll() is None:
+            self._proc.kill()
+        self.close()
+
+
+def serve() -> None:
+    """Load the model once (one torch thread: forked children inherit no pool), then
+    answer one request line with one outcome line until stdin closes."""
+    import torch
+
+    from reverie.integrations.embedders import LocalEmbedder
+
+    torch.set_num_threads(1)
+    embedder = LocalEmbedder().load()
+    embedder.embed(["warm"])
+    for line in sys.stdin:
+        req = json.loads(line)
+        home = Path(req["home"])
+        home.mkdir(parents=True, exist_ok=True)
+        out = kill_once(home, req["url"], req["prefix"], int(req["seed"]), embedder)
+        print("outcome " + json.dumps(asdict(out)), flush=True)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["serve"]:
+    serve()
