@@ -126,7 +126,7 @@ class Maintenance:
         ns = ctx.namespace(namespace)
         return check_triggers(
             ctx.store, ctx.vectors, ns, ctx.clock.now(), ctx.policy,
-            ctx.retrievals.recent(ns), ctx.embed_memories,
+            ctx.retrievals.recent(ns), lambda ms: vector_sync.stored_or_embedded(ctx, ns, ms),
             ctx.caps.last_write, ctx.caps.newest_active,
         )
 

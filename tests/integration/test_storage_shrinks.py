@@ -216,3 +216,18 @@ def test_the_sweep_groups_with_stored_vectors_and_embeds_only_its_digests(
     assert not set(model.texts) & set(said)  # no stored text embedded again
     assert set(model.texts) == digests
     engine.close()
+
+
+def test_maintenance_due_reads_stored_vectors_for_its_duplicate_sample(tmp_path: Path) -> None:
+    model = Asked(LocalEmbedder().load())
+    engine = open_engine(tmp_path / "h", embedder=model, clock=ManualClock(T0))
+    said = [f"the garden hose leaks at joint {i}" for i in range(8)]
+    for i, text in enumerate(said):
+        engine.observe(text, at=T0 + timedelta(minutes=i))
+    engine.flush()
+    model.texts.clear()
+
+    engine.maintenance_due()
+
+    assert model.texts == []  # every sampled memory's vector was already stored
+    engine.close()
