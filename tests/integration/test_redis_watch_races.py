@@ -76,18 +76,36 @@ def test_a_write_that_loses_the_race_on_the_edge_hash_retries_and_both_land(
 ) -> None:
     store, other = pair
     base = make_memory(namespace=NS, text="the project kickoff is on monday")
-    store.commit(WriteBatch(NS, (base,)))
+    peer = make_memory(namespace=NS, text="the kickoff agenda has four items")
+    store.commit(WriteBatch(NS, (base, peer)))
     mine = make_memory(namespace=NS, text="alice leads the kickoff")
     theirs = make_memory(namespace=NS, text="bob books the room for the kickoff")
+    # both writers also link peer to base; an edge written twice keeps its higher weight
     planned = race_once(
         store,
         monkeypatch,
         lambda: other.commit(
-            WriteBatch(NS, (theirs,), edges=(Edge(theirs.id, base.id, EdgeType.ENTITY, 0.5),))
+            WriteBatch(
+                NS,
+                (theirs,),
+                edges=(
+                    Edge(theirs.id, base.id, EdgeType.ENTITY, 0.5),
+                    Edge(peer.id, base.id, EdgeType.ENTITY, 0.9),
+                ),
+            )
         ),
     )
 
-    store.commit(WriteBatch(NS, (mine,), edges=(Edge(mine.id, base.id, EdgeType.ENTITY, 0.7),)))
+    store.commit(
+        WriteBatch(
+            NS,
+            (mine,),
+            edges=(
+                Edge(mine.id, base.id, EdgeType.ENTITY, 0.7),
+                Edge(peer.id, base.id, EdgeType.ENTITY, 0.4),
+            ),
+        )
+    )
 
     # the first EXEC was aborted by the server and the write planned again from a re-read
     assert planned == ["raced", "again"]
@@ -97,8 +115,9 @@ def test_a_write_that_loses_the_race_on_the_edge_hash_retries_and_both_land(
     assert edges == {
         (mine.id, base.id, EdgeType.ENTITY, 0.7),
         (theirs.id, base.id, EdgeType.ENTITY, 0.5),
+        (peer.id, base.id, EdgeType.ENTITY, 0.9),  # not the loser's stale 0.4
     }
-    assert store.count(NS)["total"] == 3
+    assert store.count(NS)["total"] == 4
     assert index_problems(store.client, NS, store.prefix) == []
 
 
