@@ -161,7 +161,7 @@ def test_a_holder_whose_lease_is_held_by_another_waits_and_leaves_that_lease_alo
 
     # The new holder takes the lease and is itself mid-drain when the old one returns.
     busy = Held(chroma)
-    new = Worker(outbox(store, busy), ns, [VectorItem("new-0", unit(2))])
+    new = Worker(outbox(store, busy, lease_seconds=60.0), ns, [VectorItem("new-0", unit(2))])
     assert busy.entered.wait(timeout=60), "the second worker never started its drain"
     new_token = store.client.get(k.outbox_lease)
     assert new_token is not None
