@@ -121,10 +121,11 @@ def test_a_stopped_chroma_server_never_hangs_and_recall_answers_lexically(
     tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
     """A SQLite store with a Chroma server as its vector index: while the server is
-    stopped, observe is acknowledged (its record is committed, its vector fails and is
-    flagged for repair), recall answers from the lexical index, and the calls that need
-    the index (stats' vector count, forget's vector deletes) fail typed. After SIGCONT,
-    repair indexes what was missed and dense recall finds it."""
+    stopped, observe of a plain statement is acknowledged (its record is committed, its
+    vector fails and is flagged for repair), recall answers from the lexical index, and
+    the calls that need the index fail typed: observe of a text with a change word (its
+    update check reads the nearest traces), stats' vector count, forget's vector
+    deletes. After SIGCONT, repair indexes what was missed and dense recall finds it."""
     server, url = start_chroma(tmp_path / "chroma" / "data")
     ns = f"stop-{uuid.uuid4().hex[:8]}"
     try:
@@ -142,12 +143,17 @@ def test_a_stopped_chroma_server_never_hangs_and_recall_answers_lexically(
                 result, error = outcome(lambda: engine.recall("Miso tuna", k=2, reinforce=False))
                 assert error is None, f"{type(error).__name__}: {error}"
                 assert result[0].memory.id == observed.id  # by its words: lexically
+                error = fails_typed(lambda: engine.observe("we moved the budget review to Friday"))
+                assert isinstance(error, DeadlineExceeded), f"{type(error).__name__}: {error}"
                 fails_typed(engine.stats)
                 fails_typed(lambda: engine.forget(ids[2]))
             stats = engine.stats()
             assert stats["vector_repair_needed"] is True  # the vector observe could not write
+            # the forget that failed on the index had erased the record (journaled first)
+            assert ids[2] not in {m.id for m in engine.memories()}
             engine.repair()
             assert engine.stats()["vector_repair_needed"] is False
+            assert ids[2] not in engine.vectors.ids(ns)  # and its vector is gone now
             vec = embedder.embed(["Miso the cat likes tuna"])[0]
             assert observed.id in {h.id for h in engine.vectors.query(ns, vec, 3)}
             assert engine.recall("who is getting married?", k=1, reinforce=False)[0].memory.id \
