@@ -21,6 +21,7 @@ Design choices, and why:
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -76,6 +77,8 @@ _MAX_FETCH = 3200
 # Chroma's operation code for a delete in its write log (chromadb.types.Operation.DELETE)
 _LOG_DELETE = 3
 _DEADLINES = DEFAULT_POLICY.deadlines
+
+log = logging.getLogger("reverie")
 
 
 def _pairs(result: Mapping[str, Any]) -> list[tuple[str, float]]:
@@ -551,7 +554,13 @@ class ChromaIndex:
         if self._owns_client:
             closer = getattr(self._cols.client, "close", None)
             if closer is not None:
-                closer()
+                try:
+                    closer()
+                except BackendUnavailable as e:  # embedded Chroma stuck past its deadline
+                    log.warning(
+                        "the %s was left open: %s; its files are released when this "
+                        "process ends", self._cols.location, e,
+                    )
 
     def __enter__(self) -> ChromaIndex:
         return self
