@@ -100,6 +100,27 @@ def test_every_index_call_works_again_once_the_server_is_back(chroma: Restartabl
         index.close()
 
 
+def test_a_restart_between_two_calls_is_not_seen_by_the_caller(chroma: Restartable) -> None:
+    """The server restarts while the client is idle: the kept-alive query connection and
+    chromadb's own are dead, and the next calls must open fresh ones, not fail."""
+    ns = f"r-{uuid.uuid4().hex[:8]}"
+    index = ChromaIndex.server(chroma.url)
+    try:
+        index.upsert(ns, [VectorItem(f"v{i}", unit(i)) for i in range(3)])
+        before = index.query(ns, unit(2), 1)
+        sent = index.begin_query(ns, unit(1), 1)
+        assert sent is not None and [h.id for h in sent.result()] == ["v1"]
+        chroma.stop()
+        chroma.start()
+        assert index.query(ns, unit(2), 1) == before
+        sent = index.begin_query(ns, unit(1), 1)
+        assert sent is not None and [h.id for h in sent.result()] == ["v1"]
+        index.upsert(ns, [VectorItem("v3", unit(3))])
+        assert index.ids(ns) == {"v0", "v1", "v2", "v3"}
+    finally:
+        index.close()
+
+
 def test_an_open_engine_rides_out_a_server_restart(chroma: Restartable, tmp_path: Path) -> None:
     engine = open_engine(
         tmp_path / "home",
