@@ -135,6 +135,9 @@ class Collections:
         self._cache: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._max_batch: int | None = None
+        # fewer items per call than the client takes, so each call stays well inside a
+        # deadline (`chroma.index`, embedded behind `deadline.Bounded`)
+        self.batch_cap: int | None = None
         self.closed = False
 
     @contextmanager
@@ -162,6 +165,8 @@ class Collections:
         """The most items the client takes in one call."""
         if self._max_batch is None:
             self._max_batch = max(1, int(self.client.get_max_batch_size()))
+        if self.batch_cap is not None:
+            return max(1, min(self._max_batch, self.batch_cap))
         return self._max_batch
 
     def _verified(self, namespace: str, collection: Any) -> Any:

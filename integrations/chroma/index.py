@@ -77,6 +77,11 @@ _MAX_FETCH = 3200
 # Chroma's operation code for a delete in its write log (chromadb.types.Operation.DELETE)
 _LOG_DELETE = 3
 _DEADLINES = DEFAULT_POLICY.deadlines
+# Items per call into embedded Chroma behind a deadline: Chroma's own limit (5,461)
+# takes 42-53 s to upsert on a loaded 2-core machine, past the 30 s default deadline;
+# 500 take a tenth of that. Larger calls cost fewer round trips, smaller ones stay
+# inside a shorter `index_call_seconds`.
+_BOUNDED_BATCH = 500
 
 log = logging.getLogger("reverie")
 
@@ -164,6 +169,8 @@ class ChromaIndex:
         index = cls(client, hnsw=hnsw, location=location, owns_client=True)
         index._log_file = os.path.join(os.fspath(path), "chroma.sqlite3")
         index._call_seconds = call_seconds
+        if call_seconds > 0:
+            index._cols.batch_cap = _BOUNDED_BATCH
         return index
 
     @classmethod
