@@ -53,6 +53,13 @@ class Bounded:
     def call(self, fn: Callable[[], T]) -> T:
         """`fn()`, or `DeadlineExceeded` (`StorageFull` after a full disk) once it has
         run `seconds`, or at once while an earlier call is still stuck."""
+        return self.wait(self.submit(fn))
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Start `fn()` on a worker now and return at once, so the caller does its own
+        work meanwhile (recall's lexical side beside the dense query, with no thread of
+        its own in between); `wait` reads the answer under the deadline. Raises at once
+        while an earlier call is still stuck."""
         with self._lock:
             if self._stuck:
                 raise self._error(stuck=True)
@@ -65,6 +72,10 @@ class Bounded:
         self._tasks.put((future, fn))
         if start:
             threading.Thread(target=self._work, name="reverie-index-call", daemon=True).start()
+        return future
+
+    def wait(self, future: Future[T]) -> T:
+        """The answer of a `submit`ted call, waited for at most `seconds` from now."""
         try:
             return future.result(timeout=self.seconds)
         except FutureTimeout:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import suppress
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -366,10 +367,13 @@ class ChromaIndex:
     def begin_query(self, namespace: str, vector: Vector, k: int) -> SentQuery | None:
         """Send an unfiltered `query` to the server now and read its answer later
         (`SentQuery.result`), so the caller overlaps its own work with the server's
-        without a thread (an optional capability, see `core.ports.VectorIndex`). None
-        when there is nothing to send early (in process, or no collection yet): the
-        caller then calls `query`."""
-        if self._transport is None:
+        without a thread (an optional capability, see `core.ports.VectorIndex`).
+        Embedded behind a deadline, the query starts on the deadline's worker the same
+        way, so no second thread waits on the first. None when there is nothing to
+        start early (in process with no deadline, or no collection yet): the caller
+        then calls `query`."""
+        bounded = self._cols.client.bounded if self._embedded_bounded() else None
+        if self._transport is None and bounded is None:
             return None
         validate_namespace(namespace)
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
@@ -379,9 +383,26 @@ class ChromaIndex:
             col = self._cols.get(namespace)
             if col is None or self._cols.dimension(col) != q.shape[0]:
                 return None
-            body = {"query_embeddings": q[None, :], "n_results": k, "include": ["distances"]}
-            sent = self._transport.send(col.tenant, col.database, str(col.id), body)
+            sent: PendingQuery | _Started
+            if bounded is not None:
+                raw = getattr(col, "_target", col)  # already on the deadline's worker
+                sent = _Started(bounded, bounded.submit(lambda: self._in_process(raw, q, k)))
+            else:
+                assert self._transport is not None
+                body = {"query_embeddings": q[None, :], "n_results": k, "include": ["distances"]}
+                sent = self._transport.send(col.tenant, col.database, str(col.id), body)
         return SentQuery(self, namespace, q, k, sent)
+
+    def _embedded_bounded(self) -> bool:
+        return self._transport is None and isinstance(self._cols.client, BoundedClient)
+
+    def _in_process(self, raw: Any, q: Vector, k: int) -> Mapping[str, Any]:
+        """An unfiltered query of the raw collection, run on the deadline's worker, with
+        the segment files held as `Collections.call` holds them."""
+        with self._cols.files.shared():
+            return raw.query(  # type: ignore[no-any-return]
+                query_embeddings=q[None, :], n_results=k, include=["distances"]
+            )
 
     def _query(
         self,
@@ -606,7 +627,8 @@ class SentQuery:
     __slots__ = ("_index", "_k", "_namespace", "_q", "_sent")
 
     def __init__(
-        self, index: ChromaIndex, namespace: str, q: Vector, k: int, sent: PendingQuery
+        self, index: ChromaIndex, namespace: str, q: Vector, k: int,
+        sent: PendingQuery | _Started,
     ) -> None:
         self._index = index
         self._namespace = namespace
@@ -630,4 +652,20 @@ class SentQuery:
     def cancel(self) -> None:
         """Give up on the answer (the caller failed before reading it)."""
         self._sent.cancel()
+
+
+class _Started:
+    """An embedded query started on the deadline's worker (`Bounded.submit`)."""
+
+    __slots__ = ("_bounded", "_future")
+
+    def __init__(self, bounded: Bounded, future: Future[Mapping[str, Any]]) -> None:
+        self._bounded = bounded
+        self._future = future
+
+    def receive(self) -> Mapping[str, Any]:
+        return self._bounded.wait(self._future)
+
+    def cancel(self) -> None:
+        self._future.cancel()  # not started yet: dropped; running: left to finish
 
