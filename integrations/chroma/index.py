@@ -668,4 +668,3 @@ class _Started:
 
     def cancel(self) -> None:
         self._future.cancel()  # not started yet: dropped; running: left to finish
-
