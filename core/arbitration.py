@@ -78,12 +78,16 @@ def implicit_links(
     ranked: Sequence[Ranked],
     vectors: Mapping[str, Vector],
     policy: Policy,
+    query: str = "",
 ) -> dict[str, set[str]]:
     """Pairs of hits that read as an older and a newer version of one thing, judged as
-    the write path judges (core/updates.py) on their own texts and cosine: newer id ->
-    older ids. Only pairs whose older one ranks above the newer one are looked at, and
-    only users' statements (never an assistant's words)."""
+    the write path judges (core/updates.py) on their own texts and cosine, or as two
+    answers of one type to the question (`updates.answers_alike`): newer id -> older
+    ids. Only pairs whose older one ranks above the newer one are looked at, and only
+    users' statements (never an assistant's words)."""
     out: dict[str, set[str]] = {}
+    asked = reading(query).words if query else frozenset()
+    p = policy.updates
     items = [
         r for r in ranked
         if r.memory.id in vectors and not updates.is_assistant(r.memory.text, r.memory.metadata)
@@ -99,7 +103,13 @@ def implicit_links(
         if not r_old.values:
             continue  # "About my pay.": it names a subject, it states no value
         sim = _cosine(vectors[new.id], vectors[old.id])
-        if sim < policy.updates.typed_similarity:
+        if (
+            query and sim >= p.answer_similarity and lo.candidate.dense >= p.answer_relevance
+            and updates.answers_alike(r_new, r_old, asked, policy) is not None
+        ):
+            out.setdefault(new.id, set()).add(old.id)
+            continue
+        if sim < p.typed_similarity:
             continue
         signals = updates.judge(r_new, r_old, sim, 0.0, policy)
         # only a typed value replaced by one of its type: a looser link here would join
@@ -120,8 +130,9 @@ def _echoes(
     m: Memory, chain: Sequence[Memory], links: Mapping[str, set[str]], policy: Policy
 ) -> bool:
     """Does `m` speak around a version without stating anything itself: an assistant's
-    reply, or a user's short intro with no value of its own ("About my pay."), said close
-    to one of the versions, and no version of anything itself?"""
+    reply, or a user's short intro with no value of its own ("About my pay.", "About the
+    Tuesday sync." when a version says Tuesday), said close to one of the versions, and
+    no version of anything itself?"""
     if m.id in links or m.id in {c.id for c in chain}:
         return False
     within = timedelta(seconds=policy.updates.context_seconds)
@@ -134,7 +145,14 @@ def _echoes(
     if not any(timedelta(0) <= c.created_at - m.created_at <= within for c in chain[1:]):
         return False
     r = reading(m.text)
-    return not r.values and not r.cue and len(r.sequence) <= policy.updates.echo_words
+    if r.cue or len(r.sequence) > policy.updates.echo_words:
+        return False
+    # a value it names is one a version states ("About the Tuesday sync."): nothing new
+    held: dict[str, set[str]] = {}
+    for c in chain:
+        for kind, vals in reading(c.text).values.items():
+            held.setdefault(kind, set()).update(vals)
+    return all(vals <= held.get(kind, set()) for kind, vals in r.values.items())
 
 
 @dataclass(frozen=True, slots=True)

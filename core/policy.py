@@ -226,6 +226,15 @@ class UpdatePolicy:
     # A newer version is a statement of at most this many words: longer chat turns
     # carry change words and names by the way (LoCoMo's false links were all longer).
     max_words: int = _num(25)
+    # At recall, two top hits that state two values of one type for what the question
+    # names (core/updates.py, answers_alike) are read as versions and the newer one is
+    # placed first, when the two texts are at least this similar... Such a link only
+    # reorders hits already in the top k (nothing enters or leaves it). Lower reorders
+    # more look-alikes; higher leaves more stale values first.
+    answer_similarity: float = _num(0.25, _UNIT)
+    # ...and the newer one is at least this close to the question (its cosine): a hit
+    # that barely speaks of what is asked is no answer to it.
+    answer_relevance: float = _num(0.1, _UNIT)
     # Recall follows version links this many steps to the newest version (a step costs
     # one read of links and records, only when a candidate has versions).
     arbitration_hops: int = _num(6)

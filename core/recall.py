@@ -381,7 +381,7 @@ class RecallPath:
         # versions the write path did not link, judged on the top hits' own texts
         top = ranked[: req.k]
         vectors = self._top_vectors(ns, [r.memory.id for r in top], side)
-        for newer, older in implicit_links(top, vectors, policy).items():
+        for newer, older in implicit_links(top, vectors, policy, req.query).items():
             for o in older:
                 links.setdefault(newer, set()).add(o)
                 links.setdefault(o, set()).add(newer)

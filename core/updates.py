@@ -444,6 +444,63 @@ def _comparable(kind: str, new: frozenset[str], old: frozenset[str], ratio: floa
     return any(max(x, y) / min(x, y) <= ratio for x in a for y in b)
 
 
+def _replaced_type(new: Reading, old: Reading, policy: Policy) -> str | None:
+    """The value type the new text replaces: a value of a type the old text states too,
+    none of whose values the new one repeats (a city for a city), or, after a word that
+    says a value was replaced, one it does not ("no longer Friday at 8:15; it's Sunday
+    at 9:20" names the old value to negate it)."""
+    for k, vals in new.values.items():
+        had = old.values.get(k)
+        if k in _WEAK_TYPES or not had or not vals - had:
+            continue
+        if (new.strong_cue or not vals & had) and _comparable(
+            k, vals - had, had, policy.updates.max_value_ratio
+        ):
+            return k
+    return None
+
+
+def answers_alike(
+    new: Reading, old: Reading, asked: frozenset[str], policy: Policy
+) -> str | None:
+    """At recall, two hits that answer one question with two values: the newer is a
+    newer version of the answer, though it may not name the subject at all ("See you at
+    9:45 on Tuesday for the design sync" after "Our design sync is at 2:30 on Tuesdays").
+    The question names what both speak of, so the write path's need for a change word
+    or a near text is not asked here; what makes two facts only look alike still rules a
+    link out: other people, a shared word qualified apart, a numbered one of a kind, the
+    same named thing again, or a subject the question names that the newer text lacks
+    while naming one of its own ("Who is my dentist?" and "My dermatologist is ...").
+    A value is typed (a city for a city), or plain words ("keto", "by bus") when both
+    texts hold a word of the question. `asked` holds the question's content words
+    (`read(question).words`). Returns the value type ("words" for plain words) or None."""
+    p = policy.updates
+    if new.question or old.question:
+        return None
+    if len(new.sequence) > p.max_words or len(old.sequence) > p.max_words:
+        return None
+    if new.speaker is not None and old.speaker is not None and new.speaker != old.speaker:
+        return None
+    kind = _replaced_type(new, old, policy)
+    if kind is None:
+        # plain-word values: both speak of a word of the question, each has words of its own
+        if not (asked & new.words & old.words and new.words - old.words
+                and old.words - new.words):
+            return None
+        again = new.values.get("name", frozenset()) & old.values.get("name", frozenset())
+        if again or any(k not in _WEAK_TYPES for k in old.values if k not in new.values):
+            return None  # the same named thing again, or a typed value left unreplaced
+        kind = "words"
+    if _contrast(new, old, new.strong_cue) is not None:
+        return None
+    if not new.strong_cue and _label_contrast(new, old) is not None:
+        return None
+    named = asked & old.subject
+    if named and new.subject and not named & new.words:
+        return None
+    return kind
+
+
 def judge(
     new: Reading,
     old: Reading,
@@ -462,14 +519,7 @@ def judge(
     fresh_types = [
         kind for kind, vals in new.values.items() if vals - old.values.get(kind, frozenset())
     ]
-    same_type = next(
-        (
-            k for k in fresh_types
-            if k not in _WEAK_TYPES and old.values.get(k) and not new.values[k] & old.values[k]
-            and _comparable(k, new.values[k], old.values[k], p.max_value_ratio)
-        ),
-        None,
-    )
+    same_type = _replaced_type(new, old, policy)
     own_words = new.words - old.words
     asks = new.question or old.question  # a question states no value to replace
     # A change is told in a short statement; a long chat turn mixes several things, and
@@ -484,10 +534,13 @@ def judge(
     # and only for a typed value replaced by one of its type: an intro's words lend a
     # subject, and the value says which of the subjects near it ("About my pay." then
     # "Raised to $65,000." is a new amount, not a new anything).
+    # A plain-word value ("It's paleo now.") counts too when a change word says it is
+    # one: the intro named the subject, the cue says its value changed.
     elliptical = (
         len(new.words) <= p.elliptical_words and context > similarity
         and len(old.sequence) <= p.max_words
-        and len(new.subject) <= p.elliptical_subject_words and same_type is not None
+        and len(new.subject) <= p.elliptical_subject_words
+        and (same_type is not None or new.cue)
     )
     base = max(similarity, context if elliptical else 0.0)
     score = (

@@ -172,10 +172,9 @@ class VersionLinks:
             )
             if signals.verdict is updates.Verdict.NONE:
                 continue
-            rank = (signals.verdict is updates.Verdict.SUPERSEDES, signals.score)
-            if best is None or rank > (
-                best[1].verdict is updates.Verdict.SUPERSEDES, best[1].score
-            ):
+            # a version found through the intro just before an elliptical update comes
+            # first: the intro says what "It's 11:15 now" is about, its own words do not
+            if best is None or _rank(signals) > _rank(best[1]):
                 best = (m, signals)
         return best
 
@@ -196,6 +195,10 @@ class VersionLinks:
             self._recent.clear()
         else:
             self._recent.pop(ns, None)
+
+
+def _rank(signals: updates.Signals) -> tuple[bool, bool, float]:
+    return (signals.context > 0, signals.verdict is updates.Verdict.SUPERSEDES, signals.score)
 
 
 def may_be_outdated(m: Memory, when: datetime, digest: str) -> bool:

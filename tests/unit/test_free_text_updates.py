@@ -21,7 +21,14 @@ from reverie.core.engine import MemoryEngine
 from reverie.core.models import Edge, EdgeType, Kind, Memory, Tier
 from reverie.core.policy import UpdatePolicy
 from reverie.core.retrieval import Candidate, Ranked
-from reverie.core.updates import Verdict, introduces, is_assistant, judge, read
+from reverie.core.updates import (
+    Verdict,
+    answers_alike,
+    introduces,
+    is_assistant,
+    judge,
+    read,
+)
 from reverie.core.writing import SUPERSEDED_KEY, UPDATE_KEY
 from tests.unit.conftest import T0, make_engine
 
@@ -362,11 +369,15 @@ def test_which_turns_introduce_the_subject_of_an_elliptical_update() -> None:
     # a fact of its own lends no subject
     assert not introduces(read("user: My GP is Dr. Nguyen at the Elm Street clinic."), p)
     assert not introduces(read("user: About the sync on Tuesday at 4 PM."), p)
-    # an elliptical update borrows only a typed value's subject, and never retires on it
+    # an elliptical update borrows a typed value's subject, or a plain word's with a
+    # change word, and never retires on it
     s = judge(read("user: Raised to $65,000."), read("user: My annual pay is $95,000."),
               0.2, 0.7, p)
     assert s.verdict is Verdict.OUTDATES and s.context == 0.7
     s = judge(read("user: It's an americano now."),
+              read("user: At the cafe I always order a cold brew."), 0.2, 0.7, p)
+    assert s.verdict is Verdict.OUTDATES
+    s = judge(read("user: An americano, I think."),
               read("user: At the cafe I always order a cold brew."), 0.2, 0.7, p)
     assert s.verdict is Verdict.NONE
 
@@ -476,3 +487,117 @@ def test_a_weak_change_word_retires_nothing_that_names_another_subject() -> None
     long_old = ("Tim: Nope, but it's my first time going to the convention this year with "
                 "my cousins from Ohio. I'm super stoked for the Harry Potter stuff, can't wait!")
     assert verdict("Tim: Harry Potter is my favorite book.", long_old, 0.64) is Verdict.NONE
+
+
+# ------------------------------------------------------------- two answers to one question
+
+
+def alike(new: str, old: str, question: str) -> str | None:
+    return answers_alike(read(new), read(old), read(question).words, Policy())
+
+
+def test_two_answers_of_one_type_to_the_question_are_versions() -> None:
+    # no change word, and the newer text never names "the board review" as its subject
+    assert alike("user: See everyone at 4:30 PM on Monday for the board review.",
+                 "user: The board review happens at 3 PM on Mondays.",
+                 "When is the board review?") == "time"
+    # plain-word values, when both texts hold a word of the question
+    assert alike("user: My breakfast drink lately is kombucha.",
+                 "user: My breakfast drink is matcha.",
+                 "What is my breakfast drink?") == "words"
+    # "no longer X; it's Y" names the old value to negate it: Y still replaces X
+    assert alike("user: The ferry is no longer at 7:10 AM, it's 7:40 AM.",
+                 "user: My ferry leaves at 7:10 AM.",
+                 "When does my ferry leave?") == "time"
+
+
+def test_look_alikes_are_no_two_answers_to_one_question() -> None:
+    # the question names the older text's subject; the newer names a subject of its own
+    assert alike("user: My lawyer is Ms. Quinn.", "user: My accountant is Dr. Harper.",
+                 "Who is my accountant?") is None
+    # other people
+    assert alike("user: My aunt lives in Bergen.", "user: My uncle lives in Oslo.",
+                 "Where does my uncle live?") is None
+    # a shared word qualified apart
+    assert alike("user: The winter rota starts at 6 AM.",
+                 "user: The summer rota starts at 8 AM.",
+                 "When does the summer rota start?") is None
+    # the same named thing again, said of something else
+    assert alike("user: Casablanca at the cinema was wonderful.",
+                 "user: We watched Casablanca at the cinema.",
+                 "What did we watch at the cinema?") is None
+    # plain words need a word of the question in both texts
+    assert alike("user: I repainted the fence.", "user: My breakfast drink is matcha.",
+                 "What is my breakfast drink?") is None
+    # a question states no value, and one speaker's words are no version of another's
+    assert alike("user: Is the board review at 4 PM?",
+                 "user: The board review happens at 3 PM.", "When is the board review?") is None
+    assert alike("Ana: The board review is at 4 PM.", "Ben: The board review is at 3 PM.",
+                 "When is the board review?") is None
+
+
+def test_two_answers_to_the_question_are_ordered_newest_first_at_recall() -> None:
+    old = _said("old", 0, "user: The board review happens at 3 PM on Mondays.")
+    new = _said("new", 60 * 24 * 9, "user: See everyone at 4:30 PM on Monday for the board review.")
+    other = _said("other", 60, "user: The garden centre opens at 9 AM on Mondays.")
+    ranked = [Ranked(old, Candidate("old", 0.8, 1.0, 0.9), 0.1, 0.82),
+              Ranked(other, Candidate("other", 0.3, 0.1, 0.2), 0.1, 0.19),
+              Ranked(new, Candidate("new", 0.35, 0.2, 0.3), 0.4, 0.18)]
+    # cosine of old and new: 0.6; of other and new: 0.2 (below answer_similarity)
+    vectors = {"old": _vec(0.6, 0.8), "new": _vec(1, 0), "other": _vec(0.2, 0.98)}
+    q = "When is the board review?"
+    assert implicit_links(ranked, vectors, Policy(), q) == {"new": {"old"}}
+    # without the question only the write path's judgement links, and it needs more
+    assert implicit_links(ranked, vectors, Policy()) == {}
+    # a newer hit that barely speaks of the question is no answer to it
+    far = [*ranked[:2], Ranked(new, Candidate("new", 0.05, 0.0, 0.05), 0.4, 0.06)]
+    assert implicit_links(far, vectors, Policy(), q) == {}
+    links = {"old": {"new"}, "new": {"old"}}
+    memories = {m.id: m for m in (old, new, other)}
+    out = arbitrate(ranked, {r.memory.id: r.candidate for r in ranked}, memories, links,
+                    T0 + timedelta(days=10), Policy(), lambda m: True)
+    assert [r.memory.id for r in out.ranked] == ["new", "old", "other"]
+
+
+def test_an_intro_naming_a_value_a_version_holds_ranks_below_the_newest() -> None:
+    old = _said("old", 0, "user: Choir practice is at 6 PM on Thursdays.")
+    intro = _said("intro", 60 * 24 * 5, "user: About Thursday choir.")
+    new = _said("new", 60 * 24 * 5 + 2, "user: Moved to 7:15 PM.")
+    ranked = [Ranked(intro, Candidate("intro", 0.7, 1.0, 0.8), 0.3, 0.75),
+              Ranked(old, Candidate("old", 0.6, 0.7, 0.65), 0.1, 0.60),
+              Ranked(new, Candidate("new", 0.2, 0.0, 0.1), 0.3, 0.12)]
+    memories = {m.id: m for m in (old, new, intro)}
+    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
+    out = arbitrate(ranked, {r.memory.id: r.candidate for r in ranked}, memories, links,
+                    T0 + timedelta(days=6), Policy(), lambda m: True)
+    assert [r.memory.id for r in out.ranked] == ["new", "intro", "old"]
+    # an intro that names a value of its own ("Friday") states something: left where it is
+    friday = _said("intro", 60 * 24 * 5, "user: About Friday choir.")
+    memories["intro"] = friday
+    ranked[0] = Ranked(friday, ranked[0].candidate, 0.3, 0.75)
+    out = arbitrate(ranked, {r.memory.id: r.candidate for r in ranked}, memories, links,
+                    T0 + timedelta(days=6), Policy(), lambda m: True)
+    assert [r.memory.id for r in out.ranked] == ["intro", "new", "old"]
+
+
+def test_an_elliptical_plain_word_update_needs_a_change_word() -> None:
+    old = "user: My afternoon tea is jasmine."
+    # the intro before it lends the subject (context 0.6); "now" says the value changed
+    assert verdict("user: It's oolong now.", old, similarity=0.2, context=0.6) is (
+        Verdict.OUTDATES
+    )
+    # a plain word with no change word may be anything said after the intro
+    assert verdict("user: Oolong, probably.", old, similarity=0.2, context=0.6) is (
+        Verdict.NONE
+    )
+
+
+def test_a_value_named_to_be_negated_does_not_hide_the_new_one() -> None:
+    old = "user: My pottery class is at 6 PM."
+    new = "user: My pottery class is no longer at 6 PM; it's at 7:30 PM."
+    s = judge(read(new), read(old), 0.85, 0.0, Policy())
+    assert s.same_type == "time" and s.verdict is Verdict.SUPERSEDES
+    # without a word saying the value was replaced, a text that repeats the old value
+    # beside another adds one; it replaces nothing of that type
+    assert judge(read("user: My pottery class is at 6 PM and 7:30 PM."), read(old), 0.85,
+                 0.0, Policy()).same_type is None
