@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from reverie.core.errors import AuthFailed, BackendUnavailable, DeadlineExceeded, StoreCorrupt
 from reverie.integrations.chroma.hnsw import HnswSettings
 from reverie.integrations.chroma.http import ChromaRefused, ChromaUnreachable
+from reverie.integrations.chroma.scrub import SharedExclusive
 from reverie.integrations.urls import redact
 
 __all__ = [
@@ -139,6 +140,8 @@ class Collections:
         # deadline (`chroma.index`, embedded behind `deadline.Bounded`)
         self.batch_cap: int | None = None
         self.closed = False
+        # every call holds it shared; rewriting the HNSW files holds it alone (chroma.scrub)
+        self.files = SharedExclusive()
 
     @contextmanager
     def guard(self) -> Iterator[None]:
@@ -229,7 +232,8 @@ class Collections:
             if col is None:
                 return None
             try:
-                return retry_transient(namespace, functools.partial(fn, col))
+                with self.files.shared():
+                    return retry_transient(namespace, functools.partial(fn, col))
             except NotFoundError:
                 self.forget(namespace)
                 if attempt:

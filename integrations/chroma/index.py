@@ -35,7 +35,7 @@ from reverie.core.errors import BackendUnavailable, InvalidInput, InvalidVector,
 from reverie.core.models import validate_namespace
 from reverie.core.policy import DEFAULT_POLICY
 from reverie.core.ports import Vector, VectorHit, VectorItem
-from reverie.integrations.chroma import embeddings
+from reverie.integrations.chroma import embeddings, scrub
 from reverie.integrations.chroma.bounded import BoundedClient
 from reverie.integrations.chroma.checks import (
     Scalar,
@@ -471,6 +471,8 @@ class ChromaIndex:
             for s in chunks(len(id_list), size):
 
                 def remove(c: Any, s: slice = s) -> None:
+                    if self._log_file is not None:  # embedded: the floats go too (scrub)
+                        scrub.blank(c, id_list[s], self._cols.dimension(c))
                     c.delete(ids=id_list[s])
 
                 self._cols.call(namespace, remove)
@@ -488,7 +490,11 @@ class ChromaIndex:
         the rows itself: the writes of `ids` only, never their deletes. Replaying the
         log on the next open then gives the same state: a delete of an id the segment
         never held is a no-op, and one the segment persisted is still applied. The file
-        runs with `secure_delete`, so the freed pages are zeroed."""
+        runs with `secure_delete`, so the freed pages are zeroed, and the log is written
+        afresh (`scrub.rewrite_queue`) for what Chroma's own deletes left. The HNSW segment's
+        files are scrubbed too (`chroma.scrub`: `delete` left decoys in place of the
+        floats, written here over the file's copies, and bytes past its last element
+        zeroed)."""
         import sqlite3
 
         id_list = self.checked_ids(namespace, ids)
@@ -512,12 +518,15 @@ class ChromaIndex:
                         f"AND id IN ({','.join('?' * len(part))})",
                         (f"%/{col.id}", _LOG_DELETE, *part),
                     ).rowcount
+                scrub.rewrite_queue(conn)
         except sqlite3.Error as e:
             raise BackendUnavailable(
                 f"cannot purge the write log of the {self._cols.location}: {e}"
             ) from None
         finally:
             conn.close()
+        dim = self._cols.dimension(col)
+        scrub.scrub_collection(self._log_file, str(col.id), id_list, dim, self._cols.files)
         return removed
 
     def ids(self, namespace: str) -> set[str]:

@@ -6,24 +6,30 @@ and once as a fact value later superseded. The agent does what the tools let it 
 recall the secret, forget the ids recall returned. Afterwards no record holds it
 (any status, `history`, `as_of`, `include_history`, `export`), a routine `gc` does not
 bring it back, and no byte of it is left in any file reverie wrote (the SQLite file,
-its -wal and -shm, the Chroma directory), in any Redis key, or in the AOF once the
-documented rewrite (`forget(..., compact=True)`) returned.
+its -wal and -shm, the Chroma directory, hnswlib's block included), in any Redis key, or
+in the AOF once the documented rewrite (`forget(..., compact=True)`) returned; nor are
+the forgotten embeddings' floats (the HNSW graph is persisted every two writes here, so
+its file held them before the forget).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from reverie.core import ManualClock, Status, Tier
 from reverie.core.engine import MemoryEngine
 from reverie.integrations import open_engine
+from reverie.integrations.chroma.hnsw import HnswSettings
+from reverie.integrations.chroma.index import ChromaIndex
 from reverie.integrations.redis.store import RedisStore
 from tests.servers import start_redis
 
@@ -64,9 +70,16 @@ def tier(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, A
     yield state
 
 
-def _open(tier: dict[str, Any], when: datetime) -> MemoryEngine:
+def _open(tier: dict[str, Any], when: datetime, sync_every: int | None = None) -> MemoryEngine:
+    """`sync_every`: Chroma persists its HNSW graph every that many writes (its own
+    default, 1,000, would keep a small test's vectors out of the file)."""
+    vectors = None
+    if sync_every is not None:
+        hnsw = HnswSettings(sync_threshold=sync_every)
+        vectors = ChromaIndex.embedded(tier["home"] / "vectors", hnsw=hnsw)
     return open_engine(
-        tier["home"], store=tier["store"](), clock=ManualClock(when), namespace=NS
+        tier["home"], store=tier["store"](), vectors=vectors, clock=ManualClock(when),
+        namespace=NS,
     )
 
 
@@ -102,6 +115,32 @@ def _files_holding(root: Path, needle: str) -> list[str]:
         str(p.relative_to(root)) for p in root.rglob("*")
         if p.is_file() and low in p.read_bytes().lower()
     )
+
+
+def _files_holding_vectors(root: Path, vectors: Sequence[np.ndarray]) -> list[str]:
+    """Files holding one of `vectors`: its first eight floats as given or unit-normalised
+    (as hnswlib keeps a cosine space's vectors), or, in an HNSW block (hnswlib's layout:
+    a header after a 4-byte version, elements of links, floats and label), an element
+    within cosine 0.999 of it."""
+    rows = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+    units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    needles = [r[:8].astype("<f4").tobytes() for r in (*rows, *units)]
+    found = []
+    for p in sorted(root.rglob("*")):
+        if not p.is_file():
+            continue
+        raw = p.read_bytes()
+        hit = any(n in raw for n in needles)
+        if p.name == "data_level0.bin":
+            head = (p.parent / "header.bin").read_bytes()
+            _, _, _, _, size, label_at, data_at = struct.unpack("<I6Q", head[:52])
+            whole = len(raw) // size
+            block = np.frombuffer(raw[: whole * size], dtype=np.uint8).reshape(whole, size)
+            floats = block[:, data_at:label_at].copy().view("<f4")
+            hit = hit or bool((np.nan_to_num(floats @ units.T) > 0.999).any())
+        if hit:
+            found.append(str(p.relative_to(root)))
+    return found
 
 
 def _redis_values(client: Any, prefix: str) -> str:
@@ -160,10 +199,15 @@ def test_forgetting_what_recall_returned_erases_every_holder(tier: dict[str, Any
 
 
 def test_no_byte_of_a_forgotten_text_is_left_where_reverie_wrote(tier: dict[str, Any]) -> None:
-    engine = _open(tier, T0)
+    engine = _open(tier, T0, sync_every=2)
     traces, synthesis = _plant(engine)
     engine.flush()
     home: Path = tier["home"]
+    holders = _holders(engine)
+    kept = engine.vectors.stored_vectors(NS, holders)  # type: ignore[attr-defined]
+    assert set(kept) == set(holders)
+    held = list(kept.values())
+    assert any(f.endswith("data_level0.bin") for f in _files_holding_vectors(home, held))
     redis = tier["name"] == "redis"
     if redis:
         client = engine.store.client  # type: ignore[attr-defined]
@@ -193,12 +237,15 @@ def test_no_byte_of_a_forgotten_text_is_left_where_reverie_wrote(tier: dict[str,
             f"({','.join('?' * len(erased))})", erased,
         ).fetchone()[0]
     assert rows == 0
+    assert _files_holding(home, SECRET) == []
+    assert _files_holding_vectors(home, held) == []
+    # later writes persist the graph again: the forgotten floats do not come back
+    for i in range(6):
+        engine.observe(f"the tram to the market leaves at {i} past the hour")
+    engine.flush()
     engine.close()
-    # hnswlib writes its whole allocated block to data_level0.bin, bytes it never
-    # initialised included, and those can hold freed heap memory with the text: a known
-    # residue (docs/durability.md), checked apart so every other file stays held to zero
-    left = _files_holding(home, SECRET)
-    assert [f for f in left if not f.endswith("data_level0.bin")] == []
+    assert _files_holding(home, SECRET) == []
+    assert _files_holding_vectors(home, held) == []
     if redis:
         assert _files_holding(tier["dir"], SECRET) == []
 
@@ -228,8 +275,7 @@ def test_the_cli_erases_a_text_and_takes_a_consolidation_apart(tmp_path: Path) -
     said = cli("forget-matching", SECRET, "--yes")
     assert "erased 6 memories" in said and "dropped 1 synthesis" in said
     assert "complete=True" in cli("purge")
-    # every file but hnswlib's block (see the residue test above)
-    assert [f for f in _files_holding(home, SECRET) if not f.endswith("data_level0.bin")] == []
+    assert _files_holding(home, SECRET) == []
     assert all(t in said for t in traces)
 
     with open_engine(home, clock=ManualClock(T0 + timedelta(days=90)), namespace=NS) as engine:
