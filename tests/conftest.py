@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from tests.servers import (
     RedisCluster,
@@ -21,6 +21,15 @@ from tests.servers import (
 # `HYPOTHESIS_PROFILE` picks a profile explicitly (e.g. `ci` to replay a CI run).
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("dev", print_blob=True)
+# scripts/mutation: every mutant sees the same examples, and a machine slowed by load is
+# not taken for a failing test (no deadline, no too-slow health check)
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )

@@ -1,0 +1,251 @@
+"""The signals of free-text update detection one rule at a time (core/updates.py): which
+values a text states, whose fact it is, and which two values can be one value changed.
+Each case pins a rule a user relies on: a look-alike fact is never retired, and a
+change of one value is found whatever else the texts say."""
+
+from __future__ import annotations
+
+from reverie.core import Policy
+from reverie.core.updates import Verdict, introduces, judge, may_update, read
+
+
+def verdict(
+    new: str, old: str, similarity: float, context: float = 0.0, policy: Policy | None = None
+) -> Verdict:
+    return judge(read(new), read(old), similarity, context, policy or Policy()).verdict
+
+
+def test_a_name_called_out_with_an_exclamation_is_who_is_spoken_to() -> None:
+    # "..., Mel!" addresses Mel; "..., Mel." names Mel as a value
+    assert "name" not in read("That was great, Mel!").values
+    assert "name" not in read("That was great, Priya!").values
+    assert read("That was great, Mel.").values["name"] == {"mel"}
+
+
+def test_a_name_that_starts_a_sentence_keeps_all_its_words_but_the_first() -> None:
+    # the first word of a sentence is capitalised anyway: "Grandma" is not part of the name
+    assert read("user: Grandma Rosa moved to Porto.").values["name"] == {"rosa", "porto"}
+    assert read("user: Visiting New York City was fun.").values["name"] == {"new york city"}
+    # the words before the first value are the subject: here the value is "Anna Berg" at
+    # the start of the second sentence, so the subject is the first sentence's words
+    r = read("user: My old landlord sold the flat. Now Anna Berg owns it.")
+    assert r.values["name"] == {"anna berg"}
+    assert r.subject == {"landlord", "sold", "flat"}
+
+
+def test_the_speaker_is_read_whatever_the_length_of_what_they_said() -> None:
+    assert read("Caroline: Sure.").speaker == "caroline"
+    assert read("Caroline: I moved to Porto last spring with the kids.").speaker == "caroline"
+    assert read("No speaker here.").speaker is None
+
+
+def test_an_intro_states_no_value_of_any_type() -> None:
+    p = Policy()
+    assert introduces(read("user: About my pay."), p)
+    for fact in (
+        "user: About my pay of $95,000.",
+        "user: About the launch on May 3.",
+        "user: About the blue car.",
+        "user: About the 7:30 train.",
+    ):
+        assert not introduces(read(fact), p), fact
+
+
+def test_someone_elses_new_value_never_retires_the_speakers_own() -> None:
+    # "my wife" is the subject of the new text, "I" of the old: two people's facts
+    s = judge(
+        read("user: My wife switched to a Mazda."),
+        read("user: I drive a Tesla."),
+        0.8,
+        0.0,
+        Policy(),
+    )
+    assert s.verdict is Verdict.NONE and s.contrast == "self/wife"
+    # the same change said of the speaker is a new version
+    s = judge(
+        read("user: I switched to a Mazda."), read("user: I drive a Tesla."), 0.8, 0.0, Policy()
+    )
+    assert s.verdict is Verdict.SUPERSEDES and s.same_type == "name"
+
+
+def test_a_participants_name_is_dropped_but_the_other_values_stay() -> None:
+    # "Jon" is one of the people talking, not a value; the times still changed
+    s = judge(
+        read("user: The flight with Jon is now at 6 PM."),
+        read("user: The flight with Jon is at 4 PM."),
+        0.8,
+        0.0,
+        Policy(),
+        frozenset({"jon"}),
+    )
+    assert s.same_type == "time" and s.verdict is Verdict.SUPERSEDES
+
+
+def test_amounts_more_than_max_value_ratio_apart_are_two_quantities() -> None:
+    # max_value_ratio is 10: $1,000 -> $10,000 is one amount changed (ratio exactly 10)
+    p = Policy()
+    assert p.updates.max_value_ratio == 10.0
+    s = judge(read("My rent went up to $10,000."), read("My rent is $1,000."), 0.8, 0.0, p)
+    assert s.same_type == "money" and s.verdict is Verdict.SUPERSEDES
+    # $1,000 -> $10,500 (ratio 10.5) is not: no typed value replaced, so nothing is
+    # retired; the change word and the texts' likeness still mark the old one outdated
+    s = judge(read("My rent went up to $10,500."), read("My rent is $1,000."), 0.8, 0.0, p)
+    assert s.same_type is None and s.verdict is Verdict.OUTDATES
+
+
+def test_a_number_after_a_verb_does_not_hide_a_numbered_one_of_a_kind_after_it() -> None:
+    # "spent 3" is a value; "project 22" and "project 7" are two projects
+    assert (
+        verdict("I spent 3 hours on project 22.", "I spent 2 hours on project 7.", 0.95)
+        is Verdict.NONE
+    )
+
+
+def test_an_intro_turns_likeness_counts_from_min_similarity_inclusive() -> None:
+    # an elliptical update after an intro turn whose cosine to the old text is exactly
+    # min_similarity: score 0.5 + same_type_bonus 0.15 = 0.65 >= outdate_score 0.6
+    # (no change word in the new text, so the intro turn is the only evidence)
+    p = Policy(min_similarity=0.5)
+    assert (
+        verdict("user: $65,000 a year.", "user: My annual pay is $95,000.", 0.2, 0.5, p)
+        is Verdict.OUTDATES
+    )
+    assert (
+        verdict("user: $65,000 a year.", "user: My annual pay is $95,000.", 0.2, 0.49, p)
+        is Verdict.NONE
+    )
+
+
+def test_an_elliptical_update_is_not_held_to_the_restated_value_rules() -> None:
+    # "The pay is $65,000." names "pay", the old text "annual salary": as a restated value
+    # the subjects would differ, but an intro turn just before lent the subject
+    s = judge(
+        read("user: The pay is $65,000."),
+        read("user: My annual salary is $95,000."),
+        0.55,
+        0.7,
+        Policy(),
+    )
+    assert s.verdict is Verdict.OUTDATES and s.context == 0.7
+
+
+def test_a_preference_with_a_new_value_is_a_version_below_the_restated_similarity() -> None:
+    # similarity 0.45 is under typed_similarity (0.5), so only the preference on both
+    # sides makes it a version: 0.45 + same_type 0.15 + 2 shared words * 0.03 = 0.66
+    s = judge(
+        read("White is my favourite colour."),
+        read("My favourite colour is purple."),
+        0.45,
+        0.0,
+        Policy(),
+    )
+    assert s.verdict is Verdict.OUTDATES and abs(s.score - 0.66) < 1e-9
+    # without a preference on both sides, the same likeness is no link
+    assert verdict("White is the colour.", "My favourite colour is purple.", 0.45) is (Verdict.NONE)
+
+
+def test_a_score_exactly_at_outdate_score_outdates() -> None:
+    # no shared content word, no change word: 0.45 + same_type_bonus 0.15 = 0.6
+    s = judge(read("Currently blue."), read("Red, usually."), 0.45, 0.0, Policy())
+    assert s.score == 0.45 + 0.15 == Policy().updates.outdate_score
+    assert s.verdict is Verdict.OUTDATES
+
+
+def test_a_shared_word_qualified_apart_is_found_after_words_the_other_text_lacks() -> None:
+    # "office party" names nothing in the old text; "travel budget" / "marketing budget"
+    # are two budgets all the same
+    s = judge(
+        read("The office party travel budget is $900."),
+        read("The marketing budget is $2,000."),
+        0.8,
+        0.0,
+        Policy(),
+    )
+    assert s.verdict is Verdict.NONE and s.contrast == "marketing/travel budget"
+
+
+def test_short_qualifiers_still_tell_two_things_apart() -> None:
+    # a three-letter qualifier ("car insurance") and a three-letter head ("work car")
+    s = judge(
+        read("My car insurance is $900."), read("My home insurance is $1,200."), 0.8, 0.0, Policy()
+    )
+    assert s.verdict is Verdict.NONE and s.contrast == "home/car insurance"
+    s = judge(
+        read("My work car is a Tesla."), read("My family car is a Volvo."), 0.8, 0.0, Policy()
+    )
+    assert s.verdict is Verdict.NONE and s.contrast == "family/work car"
+
+
+def test_an_elliptical_update_has_at_most_elliptical_words_content_words() -> None:
+    # elliptical_words is 3: "plus bonus and shares" (3) borrows the intro's likeness,
+    # score 0.7 + same_type 0.15 + cue 0.1 = 0.95; one word more and it names its own
+    # subject, judged at its own similarity 0.2 (below min_similarity 0.3): no link
+    old = "user: My annual pay is $95,000."
+    s = judge(
+        read("user: Raised to $65,000, plus bonus and shares."), read(old), 0.2, 0.7, Policy()
+    )
+    assert s.context == 0.7 and s.verdict is Verdict.OUTDATES
+    assert abs(s.score - 0.95) < 1e-9
+    s = judge(
+        read("user: Raised to $65,000, plus bonus, shares and car."), read(old), 0.2, 0.7, Policy()
+    )
+    assert s.context == 0.0 and s.verdict is Verdict.NONE
+
+
+def test_an_amount_that_drops_to_zero_is_one_amount_changed() -> None:
+    # $0 has no ratio to $250, and is still the balance's new value
+    s = judge(read("My balance is now $0."), read("My balance is $250."), 0.8, 0.0, Policy())
+    assert s.same_type == "money" and s.verdict is Verdict.SUPERSEDES
+
+
+def test_a_participants_full_name_is_theirs_too() -> None:
+    # Jon is talking; "Jon Berg" is Jon, not a named thing both texts are about
+    s = judge(
+        read("user: Tomorrow Jon Berg moved the yoga class to the big hall."),
+        read("user: Every week Jon Berg teaches the yoga class in the small hall."),
+        0.8,
+        0.0,
+        Policy(),
+        frozenset({"jon"}),
+    )
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+
+
+def test_what_may_update_anything_on_its_own_words() -> None:
+    p = Policy()
+    assert may_update(read("user: We moved to Oslo."), p)  # a change word
+    assert may_update(read("user: My favourite tea is oolong."), p)  # a preference
+    assert may_update(read("user: The rent is $1,400."), p)  # a typed value
+    assert not may_update(read("user: The weather is nice."), p)
+    # a question asks; a long chat turn (more than max_words, 25) mixes several things
+    assert not may_update(read("user: Did you move to Oslo?"), p)
+    long_turn = "user: We moved to Oslo " + "and then we walked around a lot " * 3 + "today."
+    assert len(read(long_turn).sequence) > p.updates.max_words
+    assert not may_update(read(long_turn), p)
+
+
+def test_a_long_old_turn_lends_no_subject_to_an_elliptical_update() -> None:
+    # the old text is a 27-word chat turn (max_words 25): the intro's likeness is not
+    # used, and at its own similarity 0.2 the update links to nothing
+    old = (
+        "user: My annual pay is $95,000, and honestly the commute, the meetings, the open "
+        "office and the endless email make every single week feel longer than it really is."
+    )
+    assert len(read(old).sequence) == 27
+    s = judge(read("user: Raised to $65,000."), read(old), 0.2, 0.7, Policy())
+    assert s.context == 0.0 and s.verdict is Verdict.NONE
+
+
+def test_a_three_letter_head_is_a_word_like_any_other() -> None:
+    # "bed" ends in -ed but is no participle: "sofa bed" and "bunk bed" are two beds
+    s = judge(read("My sofa bed costs $300."), read("My bunk bed costs $150."), 0.8, 0.0, Policy())
+    assert s.verdict is Verdict.NONE and s.contrast == "bunk/sofa bed"
+
+
+def test_a_single_letter_is_no_content_word() -> None:
+    assert read("user: Plan b costs $50.").words == {"plan", "cost"}
+    # so "plan b" and "option b" share no subject word, and stay two things
+    s = judge(
+        read("user: Plan b costs $50 now."), read("user: Option b costs $40."), 0.6, 0.0, Policy()
+    )
+    assert s.verdict is Verdict.NONE and s.contrast == "option/plan"
