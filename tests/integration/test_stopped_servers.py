@@ -89,13 +89,19 @@ def test_a_stopped_redis_fails_every_call_in_bounded_time(
     ns = f"stop-{uuid.uuid4().hex[:8]}"
     try:
         engine = open_engine(
-            tmp_path / "home", store=url, vectors=tmp_path / "vectors", embedder=embedder,
-            namespace=ns, policy=POLICY,
+            tmp_path / "home",
+            store=url,
+            vectors=tmp_path / "vectors",
+            embedder=embedder,
+            namespace=ns,
+            policy=POLICY,
         )
         try:
             ids = [engine.observe(t).id for t in TEXTS]
-            assert engine.recall("who is getting married?", k=1, reinforce=False)[0].memory.id \
+            assert (
+                engine.recall("who is getting married?", k=1, reinforce=False)[0].memory.id
                 == ids[0]
+            )
             with stopped(server):
                 for call in (
                     lambda: engine.observe("the office moved to the fourth floor"),
@@ -130,13 +136,19 @@ def test_a_stopped_chroma_server_never_hangs_and_recall_answers_lexically(
     ns = f"stop-{uuid.uuid4().hex[:8]}"
     try:
         engine = open_engine(
-            tmp_path / "home", store=tmp_path / "memory.db", vectors=url, embedder=embedder,
-            namespace=ns, policy=POLICY,
+            tmp_path / "home",
+            store=tmp_path / "memory.db",
+            vectors=url,
+            embedder=embedder,
+            namespace=ns,
+            policy=POLICY,
         )
         try:
             ids = [engine.observe(t).id for t in TEXTS]
-            assert engine.recall("who is getting married?", k=1, reinforce=False)[0].memory.id \
+            assert (
+                engine.recall("who is getting married?", k=1, reinforce=False)[0].memory.id
                 == ids[0]
+            )
             with stopped(server):
                 observed, error = outcome(lambda: engine.observe("Miso the cat likes tuna"))
                 assert error is None, f"{type(error).__name__}: {error}"
@@ -156,8 +168,10 @@ def test_a_stopped_chroma_server_never_hangs_and_recall_answers_lexically(
             assert ids[2] not in engine.vectors.ids(ns)  # and its vector is gone now
             vec = embedder.embed(["Miso the cat likes tuna"])[0]
             assert observed.id in {h.id for h in engine.vectors.query(ns, vec, 3)}
-            assert engine.recall("who is getting married?", k=1, reinforce=False)[0].memory.id \
+            assert (
+                engine.recall("who is getting married?", k=1, reinforce=False)[0].memory.id
                 == ids[0]
+            )
         finally:
             outcome(engine.close)
     finally:
