@@ -114,15 +114,15 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
     vecs = emb.embed(qs)
     raw = engine.vectors.collection(NS)
 
-    def raw_one(v: np.ndarray) -> float:
-        t1 = time.perf_counter()
+    def raw_one(v: np.ndarray) -> tuple[float, float]:
+        t1, c1 = time.perf_counter(), time.process_time()
         raw.query(query_embeddings=v[None, :], n_results=10, include=["distances"])
-        return time.perf_counter() - t1
+        return time.perf_counter() - t1, time.process_time() - c1
 
-    def recall_one(q: str, v: np.ndarray, reinforce: bool) -> float:
-        t1 = time.perf_counter()
+    def recall_one(q: str, v: np.ndarray, reinforce: bool) -> tuple[float, float]:
+        t1, c1 = time.perf_counter(), time.process_time()
         engine.recall(q, namespace=NS, k=10, reinforce=reinforce, query_vector=v)
-        took = time.perf_counter() - t1
+        took = time.perf_counter() - t1, time.process_time() - c1
         engine.flush_reinforcement()  # untimed: the touch is written between calls
         return took
 
@@ -134,16 +134,22 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
     for q, v in zip(qs, vecs, strict=True):  # warm every path once
         raw_one(v)
         recall_one(q, v, False)
+    # wall time, and the process's CPU time (every thread: the index's, the touch
+    # writer's): on a shared machine wall time also holds the waits for a core
     samples: dict[str, list[float]] = {m: [] for m in [*modes, "back_to_back"]}
+    cpu: dict[str, list[float]] = {m: [] for m in samples}
     rng = np.random.default_rng(7)
     for _ in range(ROUNDS):
         for q, v in zip(qs, vecs, strict=True):
             for m in rng.permutation(list(modes)):
-                samples[str(m)].append(modes[str(m)](q, v))
+                wall, used = modes[str(m)](q, v)
+                samples[str(m)].append(wall)
+                cpu[str(m)].append(used)
         for q, v in zip(qs, vecs, strict=True):
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             engine.recall(q, namespace=NS, k=10, query_vector=v)
             samples["back_to_back"].append(time.perf_counter() - t1)
+            cpu["back_to_back"].append(time.process_time() - c1)
         engine.flush_reinforcement()
 
     t1 = time.perf_counter()
@@ -162,6 +168,8 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
     for m, xs in samples.items():
         row[f"{m}_p50_ms"] = pct(xs, 50)
         row[f"{m}_p95_ms"] = pct(xs, 95)
+        row[f"{m}_cpu_p50_ms"] = pct(cpu[m], 50)
+        row[f"{m}_cpu_p95_ms"] = pct(cpu[m], 95)
     return row
 
 
@@ -276,6 +284,10 @@ def extrapolate(rows: list[dict[str, Any]], exps: dict[str, float], n: int) -> d
             if name in exps}
 
 
+MODES = {"raw": "raw Chroma", "no_reinforce": "w/o reinforce", "drained": "drained",
+         "back_to_back": "back to back"}
+
+
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         f"# Scale, embedded default (SQLite + embedded Chroma), {meta['date']}",
@@ -319,6 +331,26 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r['build_peak_rss_mib']:.0f} / {r['open_peak_rss_mib']:.0f} / "
             f"{r['raw_open_peak_rss_mib']:.0f} |"
         )
+    lines += [
+        "", "Recall against the raw Chroma query, per mode: ratio of p50 and of p95, in wall "
+        "time and in the process's CPU time per call (all threads; CPU time is what the "
+        "call itself costs, wall time adds the waits for a core on a shared machine):", "",
+        "| memories | mode | wall p50 / p95 ms | wall / raw p50, p95 | CPU p50 / p95 ms | "
+        "CPU / raw p50, p95 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for m in ("raw", "no_reinforce", "drained", "back_to_back"):
+            has_cpu = f"{m}_cpu_p50_ms" in r
+            cpu_ms = (f"{r[f'{m}_cpu_p50_ms']:.2f} / {r[f'{m}_cpu_p95_ms']:.2f}" if has_cpu
+                      else "not measured")
+            cpu_x = (f"{r[f'{m}_cpu_p50_ms'] / r['raw_cpu_p50_ms']:.2f}x, "
+                     f"{r[f'{m}_cpu_p95_ms'] / r['raw_cpu_p95_ms']:.2f}x" if has_cpu else "")
+            lines.append(
+                f"| {r['memories']:,} | {MODES[m]} | {r[f'{m}_p50_ms']:.2f} / "
+                f"{r[f'{m}_p95_ms']:.2f} | {r[f'{m}_p50_ms'] / r['raw_p50_ms']:.2f}x, "
+                f"{r[f'{m}_p95_ms'] / r['raw_p95_ms']:.2f}x | {cpu_ms} | {cpu_x} |"
+            )
     exps = meta.get("exponents", {})
     if exps:
         lines += ["", "Growth exponents (cost ~ memories^e, least squares over the sizes above):",
