@@ -1,0 +1,120 @@
+"""Forget and GC rules one at a time (core/deletion.py): a forget resumed after a crash
+still rebuilds the synthesis it had planned, a rebuilt synthesis keeps its members'
+entities, and GC's report counts exactly what it deleted and held."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import pytest
+
+from reverie.core import ManualClock, Memory, Status, Tier
+from reverie.core.deletion import gc_candidate
+from reverie.core.engine import MemoryEngine
+from reverie.core.models import Kind
+from reverie.core.ports import WriteBatch
+from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
+from tests.unit.conftest import T0, make_engine
+from tests.unit.test_erasure import GC_DAYS, NS, SECRET, consolidate_by_hand, holding
+
+
+class Died(Exception):
+    """The process dying right after the forget journaled its plan."""
+
+
+class DiesOnDelete(InMemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.die = False
+
+    def delete(self, namespace: str, ids: Sequence[str]) -> int:
+        if self.die:
+            raise Died(namespace)
+        return super().delete(namespace, ids)
+
+
+def _open(store: InMemoryStore, index: InMemoryVectorIndex) -> MemoryEngine:
+    return MemoryEngine(store, store, index, BagOfWordsEmbedder(), clock=ManualClock(T0))
+
+
+def test_a_forget_cut_short_before_deleting_rebuilds_the_synthesis_when_resumed() -> None:
+    store, index = DiesOnDelete(), InMemoryVectorIndex()
+    engine = _open(store, index)
+    a = engine.observe(f"the boat key code is {SECRET}")
+    b = engine.observe("the boat is moored at pier four")
+    c = engine.observe("the boat needs new paint")
+    node = consolidate_by_hand(engine, [a, b, c])
+    store.die = True
+    with pytest.raises(Died):
+        engine.forget(a.id)
+    store.die = False
+    # nothing was deleted yet: the journal holds the plan, the synthesis to rebuild too
+    assert SECRET in store.get(NS, node.id).text  # type: ignore[union-attr]
+
+    reopened = _open(store, index)  # finishes the forget
+
+    assert holding(reopened, SECRET) == []
+    rebuilt = reopened.get(node.id)
+    assert rebuilt.derived_from == {b.id, c.id}
+
+
+def test_a_rebuilt_synthesis_keeps_its_surviving_members_entities() -> None:
+    engine = make_engine()
+    a = engine.observe(f"Melanie keeps the code {SECRET}")
+    b = engine.observe("Melanie moved to Boston")
+    c = engine.observe("Boston is cold in January")
+    node = consolidate_by_hand(engine, [a, b, c])
+    report = engine.forget(a.id)
+    assert report == 1
+    rebuilt = engine.get(node.id)
+    assert engine.get(b.id).entities | engine.get(c.id).entities <= rebuilt.entities
+    assert {"melanie", "boston"} <= rebuilt.entities
+
+
+def test_gc_candidate_is_an_archived_memory_below_gc_salience() -> None:
+    p = make_engine().policy
+    old = Memory(
+        id="m",
+        namespace=NS,
+        kind=Kind.EPISODIC,
+        tier=Tier.TRACE,
+        text="an old remark",
+        created_at=T0,
+        status=Status.ARCHIVED,
+        importance=0.5,
+    )
+    # importance 0.5, half-life 14 days: below 0.01 after 14 * log2(50) = 79.01 days
+    assert not gc_candidate(old, T0 + timedelta(days=GC_DAYS - 0.01), p)
+    assert gc_candidate(old, T0 + timedelta(days=GC_DAYS + 0.01), p)
+    assert not gc_candidate(old.evolve(status=Status.ACTIVE), T0 + timedelta(days=365), p)
+
+
+def test_gc_counts_every_record_it_deletes_and_repoints_nothing_it_did_not() -> None:
+    engine = make_engine()
+    members = [
+        engine.observe(f"we planted tomatoes in row {w}", importance=0.5)
+        for w in ("one", "two", "three")
+    ]
+    node = consolidate_by_hand(engine, members)
+    stray = engine.observe("a stray remark about the weather", importance=0.5)
+    engine.store.commit(WriteBatch(NS, (engine.get(stray.id).evolve(status=Status.ARCHIVED),)))
+    engine.clock.advance(days=GC_DAYS + 1)  # type: ignore[attr-defined]
+    report = engine.gc()
+    # the stray archived memory and the three collected members: 1 + 3 records
+    assert report.members_collected == 3 and report.deleted == 4
+    assert sorted(report.deleted_ids) == sorted([stray.id, *(m.id for m in members)])
+    assert report.repointed == 0 and report.kept_exempt == 0
+    assert engine.get(node.id).tier is Tier.SYNTHESIS
+
+
+def test_gc_holds_count_only_exempt_members_that_decayed() -> None:
+    engine = make_engine()
+    a = engine.observe("we planted tomatoes", importance=0.5)
+    held = engine.observe("the greenhouse key is under the pot", importance=0.5)
+    consolidate_by_hand(engine, [a, held])
+    engine.store.commit(WriteBatch(NS, (engine.get(held.id).evolve(retention_exempt=True),)))
+    # within the grace period and not decayed: nothing is collected, nothing is "held"
+    engine.clock.advance(days=1)  # type: ignore[attr-defined]
+    report = engine.gc()
+    assert report.members_collected == 0 and report.kept_exempt == 0
