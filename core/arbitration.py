@@ -92,6 +92,7 @@ def implicit_links(
         r for r in ranked
         if r.memory.id in vectors and not updates.is_assistant(r.memory.text, r.memory.metadata)
     ]
+    place = {r.memory.id: n for n, r in enumerate(ranked)}
     for hi, lo in itertools.combinations(items, 2):  # hi ranks above lo
         old, new = hi.memory, lo.memory
         if (new.created_at, new.id) <= (old.created_at, old.id):
@@ -104,7 +105,8 @@ def implicit_links(
             continue  # "About my pay.": it names a subject, it states no value
         sim = _cosine(vectors[new.id], vectors[old.id])
         if (
-            query and sim >= p.answer_similarity and lo.candidate.dense >= p.answer_relevance
+            query and place[lo.memory.id] < p.answer_window
+            and sim >= p.answer_similarity and lo.candidate.dense >= p.answer_relevance
             and updates.answers_alike(r_new, r_old, asked, policy) is not None
         ):
             out.setdefault(new.id, set()).add(old.id)

@@ -235,6 +235,11 @@ class UpdatePolicy:
     # ...and the newer one is at least this close to the question (its cosine): a hit
     # that barely speaks of what is asked is no answer to it.
     answer_relevance: float = _num(0.1, _UNIT)
+    # ...and both are among this many best hits, whatever k is asked: a weak link like
+    # this reorders the first hits only and never moves a hit across this rank (a k=50
+    # recall's top 10 stays the top 10 it was). Higher reaches answers ranked lower, and
+    # lets chat turns that share a word with the question displace better hits.
+    answer_window: int = _num(10, _POSITIVE)
     # Recall follows version links this many steps to the newest version (a step costs
     # one read of links and records, only when a candidate has versions).
     arbitration_hops: int = _num(6)

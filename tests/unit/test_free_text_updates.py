@@ -549,6 +549,8 @@ def test_two_answers_to_the_question_are_ordered_newest_first_at_recall() -> Non
     assert implicit_links(ranked, vectors, Policy(), q) == {"new": {"old"}}
     # without the question only the write path's judgement links, and it needs more
     assert implicit_links(ranked, vectors, Policy()) == {}
+    # a newer hit below the answer window (the third hit, a window of 2) is not reached
+    assert implicit_links(ranked, vectors, Policy(answer_window=2), q) == {}
     # a newer hit that barely speaks of the question is no answer to it
     far = [*ranked[:2], Ranked(new, Candidate("new", 0.05, 0.0, 0.05), 0.4, 0.06)]
     assert implicit_links(far, vectors, Policy(), q) == {}
