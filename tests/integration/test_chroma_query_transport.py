@@ -77,12 +77,20 @@ def test_begin_query_needs_a_collection_and_a_server(tmp_path: Path, ns: str,
     q = np.ones(DIM, dtype=np.float32)
     assert index.begin_query(ns, q, 5) is None  # no collection yet: `query` answers []
     assert index.query(ns, q, 5) == []
-    embedded = ChromaIndex.embedded(tmp_path / "chroma")
+    embedded = ChromaIndex.embedded(tmp_path / "chroma", call_seconds=0)
     try:
         embedded.upsert(ns, _items(np.random.default_rng(1), 5))
-        assert embedded.begin_query(ns, q, 5) is None  # in process: nothing to overlap
+        assert embedded.begin_query(ns, q, 5) is None  # in process, no deadline: no worker
     finally:
         embedded.close()
+    bounded = ChromaIndex.embedded(tmp_path / "bounded")  # behind the default deadline
+    try:
+        bounded.upsert(ns, _items(np.random.default_rng(1), 5))
+        sent = bounded.begin_query(ns, q, 5)
+        assert sent is not None  # started on the deadline's worker
+        assert sent.result() == bounded.query(ns, q, 5)
+    finally:
+        bounded.close()
 
 
 def test_a_cancelled_query_leaves_the_next_one_right(index: ChromaIndex, ns: str) -> None:
