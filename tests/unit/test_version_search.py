@@ -1,0 +1,148 @@
+"""The write path's search for the earlier trace a new one updates (core/version_links.py):
+which turns lend an elliptical update its subject, which earlier traces are judged, and
+which one is linked when several qualify."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from reverie.core import vector_sync
+from reverie.core.engine import MemoryEngine
+from reverie.core.models import Kind, Memory, Tier
+from reverie.core.policy import Policy
+from reverie.core.ports import WriteBatch
+from reverie.core.version_links import cosines
+from reverie.core.writing import UPDATE_KEY
+from tests.unit.conftest import T0, make_engine
+
+OLD = "user: My annual pay is $95,000."
+INTRO = "user: About my pay."
+
+
+def _say(engine: MemoryEngine, *turns: str | float) -> list[Memory]:
+    """Observe each text; a number is minutes to wait first."""
+    said = []
+    for t in turns:
+        if isinstance(t, str):
+            said.append(engine.observe(t))
+        else:
+            clock: Any = engine.clock
+            clock.advance(seconds=t * 60)
+    return said
+
+
+def _why(engine: MemoryEngine, m: Memory) -> dict[str, Any] | None:
+    return engine.get(m.id).metadata.get(UPDATE_KEY)
+
+
+def test_an_elliptical_update_takes_the_intro_turns_likeness_to_the_old_text() -> None:
+    e = make_engine()
+    old, intro, new = _say(e, OLD, 60 * 24, INTRO, 1, "user: Raised to $65,000.")
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
+    # the context recorded is the cosine of the intro and the old text, not more
+    intro_vec, old_vec = e._ctx.embed([intro.text, old.text])
+    assert abs(why["context"] - cosines(intro_vec, [old_vec])[0]) < 1e-4
+    assert why["context"] > why["similarity"]
+
+
+def test_an_elliptical_update_of_three_content_words_still_borrows_the_intro() -> None:
+    # elliptical_words is 3: "plus bonus and shares" is within it
+    e = make_engine()
+    old, _intro, new = _say(
+        e, OLD, 60 * 24, INTRO, 1, "user: Raised to $65,000, plus bonus and shares."
+    )
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id and why["context"] > 0
+
+
+def test_only_the_last_context_turns_user_turns_can_be_the_intro() -> None:
+    # context_turns is 3: an intro four turns back lends nothing
+    e = make_engine()
+    assert e.policy.updates.context_turns == 3
+    old, *_rest, new = _say(
+        e,
+        OLD,
+        60 * 24,
+        INTRO,
+        1,
+        "user: The weather is nice.",
+        1,
+        "user: I had lunch.",
+        1,
+        "user: The cat slept.",
+        1,
+        "user: Raised to $65,000.",
+    )
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id and why["context"] == 0.0
+    # nor does an assistant's turn, however it is worded
+    e = make_engine()
+    old, _ack, new = _say(
+        e, OLD, 60 * 24, "assistant: About your annual pay.", 1, "user: Raised to $65,000."
+    )
+    why = _why(e, new)
+    assert why is not None and why["context"] == 0.0
+
+
+def test_an_old_statement_without_a_typed_value_can_be_updated() -> None:
+    e = make_engine()
+    old, new = _say(
+        e,
+        "user: I drive to the office every day.",
+        60 * 24,
+        "user: Heads up, from now on I go to the office by bus every day.",
+    )
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id and why["verdict"] == "outdates"
+    # and one that states a value in a word or two ("Rent: $1,200.")
+    e = make_engine()
+    old, new = _say(e, "user: Rent: $1,200.", 60 * 24, "user: Rent went up to $1,400 now.")
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
+
+
+def test_no_neighbours_turns_the_search_off() -> None:
+    turns = (
+        "user: I live in Berlin, close to the big park",
+        60 * 24,
+        "user: Actually I live in Lisbon now, close to the big park",
+    )
+    e = make_engine()
+    _old, new = _say(e, *turns)
+    assert _why(e, new) is not None
+    e = make_engine(Policy(neighbours=0))
+    _old, new = _say(e, *turns)
+    assert _why(e, new) is None
+
+
+def test_of_two_earlier_versions_the_best_judged_one_is_linked() -> None:
+    # "a-far" sorts first but shares less with the new text than "b-near"
+    e = make_engine()
+    olds = [
+        Memory(
+            id="a-far",
+            namespace="default",
+            kind=Kind.EPISODIC,
+            tier=Tier.TRACE,
+            text="user: I live in Paris, near a park",
+            created_at=T0,
+        ),
+        Memory(
+            id="b-near",
+            namespace="default",
+            kind=Kind.EPISODIC,
+            tier=Tier.TRACE,
+            text="user: I live in Berlin, close to the big park by the river",
+            created_at=T0 + timedelta(hours=1),
+        ),
+    ]
+    e.store.commit(WriteBatch("default", tuple(olds)))
+    vecs = e._ctx.embed([m.text for m in olds])
+    vector_sync.index(e._ctx, "default", list(zip(olds, vecs, strict=True)), ())
+    clock: Any = e.clock
+    clock.advance(days=40)
+    new = e.observe("user: Actually I live in Lisbon now, close to the big park by the river")
+    why = _why(e, new)
+    assert why is not None and why["of"] == "b-near"
