@@ -16,6 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayload, LlamaDebugHandler
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.events.retrieval import (
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+)
+from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
 from llama_index.core.memory import Memory as LIMemory
 from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -29,7 +38,7 @@ from reverie.adapters.llamaindex.ports import (
     ReverieEmbedding,
     parse_json_object,
 )
-from reverie.adapters.llamaindex.retriever import ReverieRetriever
+from reverie.adapters.llamaindex.retriever import ReverieRetriever, hit_to_node
 from reverie.core import ManualClock
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import InvalidNamespace, SynthesisFailed
@@ -371,6 +380,87 @@ def test_aretrieve_matches_retrieve_and_namespaces_stay_apart(engine: MemoryEngi
     assert not bob_ids & {n.node.id_ for n in sync}
 
 
+def test_nodes_equal_what_llamaindex_validation_builds(engine: MemoryEngine) -> None:
+    """The retriever builds its nodes without re-validating its own values; a user must get
+    exactly the objects `TextNode(...)` / `NodeWithScore(...)` would have given."""
+    seed(engine)
+    engine.remember("user", "lives in", "Porto", source="s2")
+    hits = engine.recall("where does the user's sister live?", k=5, reinforce=False).hits
+    nodes = [hit_to_node(h) for h in hits]
+    for hit, got in zip(hits, nodes, strict=True):
+        node = got.node
+        want = NodeWithScore(
+            node=TextNode(
+                id_=node.id_,
+                text=node.text,
+                metadata=dict(node.metadata),
+                excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
+                excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
+            ),
+            score=hit.score,
+        )
+        assert got == want and node == want.node
+        assert got.model_fields_set == want.model_fields_set
+        assert node.model_fields_set == want.node.model_fields_set
+        assert got.model_dump() == want.model_dump() and repr(got) == repr(want)
+        assert node.hash == want.node.hash
+        assert node.get_content(metadata_mode="llm") == want.node.get_content(metadata_mode="llm")
+        assert type(got.score) is float and node.id_ == hit.id and node.text == hit.memory.text
+        # still a validated model for whoever changes it afterwards
+        node.text = "edited"
+        assert node.text == "edited" and "text" in node.model_fields_set
+    # nothing shared between two nodes that a user could change on one and see on the other
+    a, b = nodes[0].node, nodes[1].node
+    for field in ("metadata", "relationships", "excluded_embed_metadata_keys",
+                  "excluded_llm_metadata_keys"):  # fmt: skip
+        assert getattr(a, field) is not getattr(b, field)
+    assert a.model_fields_set is not b.model_fields_set
+    a.excluded_llm_metadata_keys.remove("tier")
+    assert "tier" in b.excluded_llm_metadata_keys
+
+
+def test_one_span_and_llamaindex_events_per_retrieval(engine: MemoryEngine) -> None:
+    """Tracing a retrieval shows one span, LlamaIndex's start and end events and the
+    callback manager's retrieve event with the nodes, sync and async alike."""
+    seed(engine)
+    spans = SimpleSpanHandler()
+    seen: list[BaseEvent] = []
+
+    class Events(BaseEventHandler):
+        def handle(self, event: BaseEvent, **kwargs: object) -> None:
+            seen.append(event)
+
+    debug = LlamaDebugHandler()
+    root = get_dispatcher()
+    events = Events()
+    root.add_span_handler(spans)
+    root.add_event_handler(events)
+    try:
+        retriever = ReverieRetriever(
+            engine, k=2, reinforce=False, callback_manager=CallbackManager([debug])
+        )
+        for call in ("retrieve", "aretrieve"):
+            spans.completed_spans.clear()
+            seen.clear()
+            debug.flush_event_logs()
+            if call == "retrieve":
+                nodes = retriever.retrieve("peanuts")
+            else:
+                nodes = asyncio.run(retriever.aretrieve("peanuts"))
+            assert [s.id_.rsplit("-", 5)[0] for s in spans.completed_spans] == [
+                f"ReverieLlamaIndexRetriever.{call}"
+            ]
+            mine = [e for e in seen if isinstance(e, RetrievalStartEvent | RetrievalEndEvent)]
+            assert [type(e) for e in mine] == [RetrievalStartEvent, RetrievalEndEvent]
+            assert mine[1].nodes == nodes and "peanuts" in nodes[0].node.text
+            [(start, end)] = debug.get_event_pairs(CBEventType.RETRIEVE)
+            assert start.payload[EventPayload.QUERY_STR] == "peanuts"
+            assert end.payload[EventPayload.NODES] == nodes
+    finally:
+        root.span_handlers.remove(spans)
+        root.event_handlers.remove(events)
+
+
 # ---------------------------------------------------------------------- ports
 
 
@@ -443,9 +533,7 @@ def test_import_without_llama_index_names_the_extra(module: str) -> None:
         "else:\n"
         "    print('imported')\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("MissingExtra llamaindex "), out.stdout
     assert "pip install 'reverie[llamaindex]'" in out.stdout
@@ -470,13 +558,25 @@ def test_a_change_told_in_the_chat_puts_the_new_value_first(engine: MemoryEngine
     block = ReverieMemoryBlock(engine=engine, k=2)
     clock = engine.clock
     assert isinstance(clock, ManualClock)
-    run(block.aput([msg("user", "My dentist check-up is on Tuesday at 9:15 AM."),
-                    msg("assistant", "Noted, Tuesday at 9:15 AM.")]))
+    run(
+        block.aput(
+            [
+                msg("user", "My dentist check-up is on Tuesday at 9:15 AM."),
+                msg("assistant", "Noted, Tuesday at 9:15 AM."),
+            ]
+        )
+    )
     clock.advance(days=12)
     run(block.aput([msg("user", "About the dentist."), msg("assistant", "Sure, tell me.")]))
     clock.advance(seconds=40)
-    run(block.aput([msg("user", "It's Friday at 4:30 PM now."),
-                    msg("assistant", "Actually, Friday afternoons are busy; go early.")]))
+    run(
+        block.aput(
+            [
+                msg("user", "It's Friday at 4:30 PM now."),
+                msg("assistant", "Actually, Friday afternoons are busy; go early."),
+            ]
+        )
+    )
     content = run(block.aget([msg("user", "When is my dentist check-up on Tuesday?")]))
     assert isinstance(content, str)
     assert content.split("\n")[1].endswith("user: It's Friday at 4:30 PM now.")
