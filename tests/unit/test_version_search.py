@@ -146,3 +146,36 @@ def test_of_two_earlier_versions_the_best_judged_one_is_linked() -> None:
     new = e.observe("user: Actually I live in Lisbon now, close to the big park by the river")
     why = _why(e, new)
     assert why is not None and why["of"] == "b-near"
+
+
+def test_a_fact_keys_unit_among_the_candidates_does_not_hide_the_trace_behind_it() -> None:
+    # "a-unit" (a keyed fact, never outdated by free text) sorts before "b-old"
+    e = make_engine()
+    olds = [
+        Memory(
+            id="a-unit",
+            namespace="default",
+            kind=Kind.SEMANTIC,
+            tier=Tier.UNIT,
+            text="user lives in Berlin close to the big park",
+            key="semantic|user|lives in",
+            created_at=T0,
+        ),
+        Memory(
+            id="b-old",
+            namespace="default",
+            kind=Kind.EPISODIC,
+            tier=Tier.TRACE,
+            text="user: I live in Berlin, close to the big park",
+            created_at=T0,
+        ),
+    ]
+    e.store.commit(WriteBatch("default", tuple(olds)))
+    vecs = e._ctx.embed([m.text for m in olds])
+    vector_sync.index(e._ctx, "default", list(zip(olds, vecs, strict=True)), ())
+    clock: Any = e.clock
+    clock.advance(days=40)
+    new = e.observe("user: Actually I live in Lisbon now, close to the big park")
+    why = _why(e, new)
+    assert why is not None and why["of"] == "b-old"
+    assert e.get("a-unit").is_active
