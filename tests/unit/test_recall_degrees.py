@@ -31,22 +31,35 @@ def test_each_end_of_an_edge_counts_once_for_the_ids_asked() -> None:
 def test_recall_explains_importance_with_the_stores_degrees(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "memory.db")
     engine = MemoryEngine(
-        store, store, InMemoryVectorIndex(), BagOfWordsEmbedder(), policy=Policy(),
+        store,
+        store,
+        InMemoryVectorIndex(),
+        BagOfWordsEmbedder(),
+        policy=Policy(),
         clock=ManualClock(T0),
     )
     texts = [
-        "Maya paints the harbour at dawn", "Maya sells her harbour paintings",
-        "the harbour market opens on Sunday", "Tom rows across the harbour",
-        "Maya and Tom walk the harbour wall", "a storm closed the harbour",
+        "Maya paints the harbour at dawn",
+        "Maya sells her harbour paintings",
+        "the harbour market opens on Sunday",
+        "Tom rows across the harbour",
+        "Maya and Tom walk the harbour wall",
+        "a storm closed the harbour",
     ]
     ids = [engine.observe(t).id for t in texts]
-    store.commit(WriteBatch("default", (), (
-        Edge(ids[0], ids[1], EdgeType.ENTITY, 1.0),
-        Edge(ids[0], ids[2], EdgeType.TEMPORAL, 0.5),
-        Edge(ids[3], ids[0], EdgeType.ENTITY, 1.0),
-        Edge(ids[4], ids[0], EdgeType.ENTITY, 1.0),
-        Edge(ids[5], ids[1], EdgeType.CAUSAL, 0.8),
-    )))
+    store.commit(
+        WriteBatch(
+            "default",
+            (),
+            (
+                Edge(ids[0], ids[1], EdgeType.ENTITY, 1.0),
+                Edge(ids[0], ids[2], EdgeType.TEMPORAL, 0.5),
+                Edge(ids[3], ids[0], EdgeType.ENTITY, 1.0),
+                Edge(ids[4], ids[0], EdgeType.ENTITY, 1.0),
+                Edge(ids[5], ids[1], EdgeType.CAUSAL, 0.8),
+            ),
+        )
+    )
     hits = engine.recall("harbour Maya Tom", k=6, reinforce=False).hits
     assert {h.id for h in hits} == set(ids)
     degrees = store.degrees("default", ids)
