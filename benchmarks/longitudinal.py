@@ -617,9 +617,15 @@ def _before(previous: dict[str, Any] | None) -> list[str]:
         f"({mt['counts']['total'] / un['counts']['total']:.1%}) |",
         f"| current value in top 5 (changed facts) | "
         f"{un['eval']['current_value_in_top5']:.2f} | {mt['eval']['current_value_in_top5']:.2f} |",
-        f"| maintenance / ingest (model time in maintenance only) | | "
-        f"{mt['maintenance_seconds']:.0f} s / {ingest:.0f} s = "
-        f"{mt['maintenance_seconds'] / ingest:.2f}x |",
+        *([f"| bytes on disk | {un['monthly'][-1]['bytes']['total'] / 1e6:.1f} MB | "
+           f"{mt['monthly'][-1]['bytes']['total'] / 1e6:.1f} MB "
+           f"({previous['bytes_ratio']:.1%}) |"] if "bytes_ratio" in previous else []),
+        *([f"| maintenance / ingest, model time on both sides | | "
+           f"{previous['maintenance_over_ingest']:.2f}x |"]
+          if "maintenance_over_ingest" in previous else
+          [f"| maintenance / ingest (model time in maintenance only) | | "
+           f"{mt['maintenance_seconds']:.0f} s / {ingest:.0f} s = "
+           f"{mt['maintenance_seconds'] / ingest:.2f}x |"]),
     ]
 
 
