@@ -61,9 +61,10 @@ _IMMUTABLE = (str, int, float, bool, type(None), tuple, frozenset)
 
 
 def _trusted(model: type[_M], given: tuple[str, ...]) -> Callable[[dict[str, Any]], _M]:
-    """A constructor for `model` from values the caller built with the fields' own types,
-    producing exactly what `model(**values)` produces (same fields, defaults and
-    `model_fields_set`; tests hold them equal) without re-validating them.
+    """A constructor for `model` from values the caller built with the fields' own types
+    (a fresh dict, keys in the model's field order), producing exactly what
+    `model(**values)` produces (same fields, defaults and `model_fields_set`; tests hold
+    them equal) without re-validating them.
 
     Why: a retriever turns every hit of every recall into a `TextNode` and a
     `NodeWithScore`, and pydantic's validation of values this module has just built was
@@ -100,17 +101,21 @@ def _trusted(model: type[_M], given: tuple[str, ...]) -> Callable[[dict[str, Any
             plain = False
     if not plain:
         return lambda values: model(**values)
-    fields_set = frozenset(given)
+    fields_set = set(given)
+    complete = not factories and len(given) == len(template)
     new, set_attr = object.__new__, object.__setattr__
 
     def build(values: dict[str, Any]) -> _M:
-        state = template.copy()
-        state.update(values)
-        for name, factory in factories:
-            state[name] = factory()
+        if complete:  # every field given: the caller's fresh dict is the state
+            state = values
+        else:
+            state = template.copy()
+            state.update(values)
+            for name, factory in factories:
+                state[name] = factory()
         obj = new(model)
         set_attr(obj, "__dict__", state)
-        set_attr(obj, "__pydantic_fields_set__", set(fields_set))
+        set_attr(obj, "__pydantic_fields_set__", fields_set.copy())
         set_attr(obj, "__pydantic_extra__", None)
         set_attr(obj, "__pydantic_private__", None)
         return obj
