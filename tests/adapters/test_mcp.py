@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from typer.testing import CliRunner
 from reverie.adapters.cli.app import app
 from reverie.adapters.mcp import ENV_NAMESPACE, NAMESPACE_HEADER
 from tests.adapters.langchain_support import import_without
+from tests.servers import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -109,22 +110,47 @@ def test_stdio_every_tool_the_stats_resource_and_errors(tmp_path: Path) -> None:
             assert (k_schema["minimum"], k_schema["maximum"]) == (1, 50)
 
             # remember: new, then a second source, then a different object supersedes
-            first = await ok(client, "remember", {"subject": "Alice", "predicate": "lives in",
-                                                  "object": "Lisbon", "source": "chat-1"})
+            first = await ok(
+                client,
+                "remember",
+                {
+                    "subject": "Alice",
+                    "predicate": "lives in",
+                    "object": "Lisbon",
+                    "source": "chat-1",
+                },
+            )
             assert first["outcome"] == "new"
             assert first["memory"]["namespace"] == "user/alice"
-            again = await ok(client, "remember", {"subject": "Alice", "predicate": "lives in",
-                                                  "object": "Lisbon", "source": "chat-2"})
+            again = await ok(
+                client,
+                "remember",
+                {
+                    "subject": "Alice",
+                    "predicate": "lives in",
+                    "object": "Lisbon",
+                    "source": "chat-2",
+                },
+            )
             assert again["outcome"] == "confirmed"
             assert again["memory"]["sources"] == ["chat-1", "chat-2"]
-            moved = await ok(client, "remember", {"subject": "Alice", "predicate": "lives in",
-                                                  "object": "Berlin", "source": "chat-3"})
+            moved = await ok(
+                client,
+                "remember",
+                {
+                    "subject": "Alice",
+                    "predicate": "lives in",
+                    "object": "Berlin",
+                    "source": "chat-3",
+                },
+            )
             assert moved["outcome"] == "superseded"
             assert moved["superseded"]["fact"]["object"] == "Lisbon"
             assert moved["superseded"]["status"] == "superseded"
 
-            seen = await ok(client, "observe", {"text": "I adopted a grey cat called Miso.",
-                                                "source": "chat-3"})
+            seen = await ok(
+                client, "observe", {"text": "I adopted a grey cat called Miso.", "source": "chat-3"}
+            )
             assert (seen["kind"], seen["tier"]) == ("episodic", "trace")
 
             # recall: hits with dates and explanations; the replaced version left out
@@ -137,8 +163,9 @@ def test_stdio_every_tool_the_stats_resource_and_errors(tmp_path: Path) -> None:
             assert top["score"] == pytest.approx(top["explanation"]["final"], abs=1e-3)
             texts = [h["memory"]["text"] for h in found["hits"]]
             assert not any("Lisbon" in t for t in texts)
-            with_history = await ok(client, "recall", {"query": "Where does Alice live?",
-                                                       "include_history": True})
+            with_history = await ok(
+                client, "recall", {"query": "Where does Alice live?", "include_history": True}
+            )
             assert any("Lisbon" in h["memory"]["text"] for h in with_history["hits"])
             cat = await ok(client, "recall", {"query": "what pet does she have", "k": 1})
             assert "Miso" in cat["hits"][0]["memory"]["text"]
@@ -163,20 +190,25 @@ def test_stdio_every_tool_the_stats_resource_and_errors(tmp_path: Path) -> None:
             assert "k" in await tool_error(client, "recall", {"query": "x", "k": 0})
             assert "k" in await tool_error(client, "recall", {"query": "x", "k": 51})
             assert "query" in await tool_error(client, "recall", {"k": 2})
-            assert "as_of" in await tool_error(client, "recall", {"query": "x",
-                                                                  "as_of": "yesterday"})
+            assert "as_of" in await tool_error(
+                client, "recall", {"query": "x", "as_of": "yesterday"}
+            )
             assert "text" in await tool_error(client, "observe", {"text": ""})
             assert "empty" in (await tool_error(client, "observe", {"text": "   "})).lower()
-            assert "kind" in await tool_error(client, "remember", {
-                "subject": "a", "predicate": "b", "object": "c", "kind": "episodic"})
+            assert "kind" in await tool_error(
+                client,
+                "remember",
+                {"subject": "a", "predicate": "b", "object": "c", "kind": "episodic"},
+            )
             assert "memory_ids" in await tool_error(client, "forget", {"memory_ids": []})
             assert "no memory" in await tool_error(client, "confirm", {"memory_id": "nope"})
-            assert "nothing deleted" in await tool_error(client, "forget",
-                                                         {"memory_ids": ["nope"]})
-            assert "no fact" in await tool_error(client, "history",
-                                                 {"subject": "Bob", "predicate": "likes"})
+            assert "nothing deleted" in await tool_error(client, "forget", {"memory_ids": ["nope"]})
+            assert "no fact" in await tool_error(
+                client, "history", {"subject": "Bob", "predicate": "likes"}
+            )
             assert "invalid namespace" in await tool_error(
-                client, "observe", {"text": "hi", "namespace": "bad namespace!"})
+                client, "observe", {"text": "hi", "namespace": "bad namespace!"}
+            )
             with pytest.raises(MCPError):
                 await client.read_resource("reverie://stats/bad namespace!")
             # the server is still up and nothing was written by the failures
@@ -190,19 +222,56 @@ def test_stdio_namespace_from_the_environment_and_per_call(tmp_path: Path) -> No
         async with stdio_client(tmp_path / "home", env={ENV_NAMESPACE: "user/env"}) as client:
             mine = await ok(client, "observe", {"text": "My favourite tea is sencha."})
             assert mine["namespace"] == "user/env"
-            other = await ok(client, "observe", {"text": "My favourite tea is rooibos.",
-                                                 "namespace": "user/other"})
+            other = await ok(
+                client,
+                "observe",
+                {"text": "My favourite tea is rooibos.", "namespace": "user/other"},
+            )
             assert other["namespace"] == "user/other"
 
             here = await ok(client, "recall", {"query": "favourite tea"})
             assert [h["memory"]["text"] for h in here["hits"]] == ["My favourite tea is sencha."]
-            there = await ok(client, "recall", {"query": "favourite tea",
-                                                "namespace": "user/other"})
+            there = await ok(
+                client, "recall", {"query": "favourite tea", "namespace": "user/other"}
+            )
             assert [h["memory"]["text"] for h in there["hits"]] == ["My favourite tea is rooibos."]
             assert "no memory" in await tool_error(
-                client, "confirm", {"memory_id": other["id"]})  # not in user/env
+                client, "confirm", {"memory_id": other["id"]}
+            )  # not in user/env
             assert (await stats(client))["namespace"] == "user/env"
             assert (await stats(client, "reverie://stats/user/other"))["total"] == 1
+
+    run_bounded(scenario)
+
+
+def readme_mcp_config() -> dict[str, Any]:
+    """The MCP client configuration the README tells a user to paste, as written there."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [block] = re.findall(r"```json\n(\{\"mcpServers\".*?)```", readme, flags=re.S)
+    config = json.loads(block)
+    assert isinstance(config, dict)
+    return config
+
+
+def test_the_readme_client_configuration_starts_a_working_server(tmp_path: Path) -> None:
+    """A client configured as the README shows (its home swapped for the test's own)
+    starts `reverie mcp` and gets the README's namespace."""
+    [server] = readme_mcp_config()["mcpServers"].values()
+    assert server["command"] == "reverie"
+    args = list(server["args"])
+    home = args.index("--home") + 1
+    args[home] = str(tmp_path / "home")
+    readme_namespace = args[args.index("--namespace") + 1]
+
+    async def scenario() -> None:
+        params = StdioServerParameters(command=reverie_exe(), args=args)
+        async with Client(params, read_timeout_seconds=READ_TIMEOUT) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            kept = await ok(client, "observe", {"text": "I adopted a grey cat called Miso."})
+            assert kept["namespace"] == readme_namespace
+            found = await ok(client, "recall", {"query": "what pet do I have?", "k": 1})
+            assert found["hits"][0]["memory"]["id"] == kept["id"]
+            assert (await stats(client))["namespace"] == readme_namespace
 
     run_bounded(scenario)
 
@@ -222,23 +291,35 @@ def http_server(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
-        [reverie_exe(), "--home", str(tmp_path / "home"), "-n", "team/shared", "mcp",
-         "--transport", "http", "--port", str(port)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        [
+            reverie_exe(),
+            "--home",
+            str(tmp_path / "home"),
+            "-n",
+            "team/shared",
+            "mcp",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         env={k: v for k, v in os.environ.items() if k not in ("REVERIE_STORE", "REVERIE_VECTORS")},
     )
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"the server exited: {(tmp_path / 'server.log').read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return False
+        return True
+
     try:
-        deadline = time.monotonic() + SCENARIO_SECONDS
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited: {(tmp_path / 'server.log').read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("the server did not listen in time")
-                time.sleep(0.2)
+        wait_until(listening, f"reverie mcp to listen on port {port}", SCENARIO_SECONDS, 0.2)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
@@ -265,11 +346,15 @@ def test_http_clients_keep_their_namespaces_apart(http_server: str) -> None:
             http_client(http_server, "user/bob") as bob,
         ):
             assert {t.name for t in (await shared.list_tools()).tools} == TOOLS
-            team = await ok(shared, "remember", {"subject": "the team", "predicate": "meets on",
-                                                 "object": "Mondays"})
+            team = await ok(
+                shared,
+                "remember",
+                {"subject": "the team", "predicate": "meets on", "object": "Mondays"},
+            )
             assert team["memory"]["namespace"] == "team/shared"  # the global -n
-            own = await ok(bob, "remember", {"subject": "Bob", "predicate": "prefers",
-                                             "object": "tea"})
+            own = await ok(
+                bob, "remember", {"subject": "Bob", "predicate": "prefers", "object": "tea"}
+            )
             assert own["memory"]["namespace"] == "user/bob"  # the header
 
             bob_hits = await ok(bob, "recall", {"query": "when does the team meet?"})
@@ -282,7 +367,8 @@ def test_http_clients_keep_their_namespaces_apart(http_server: str) -> None:
             assert "Mondays" in peek["hits"][0]["memory"]["text"]
 
             assert "nothing deleted" in await tool_error(
-                bob, "forget", {"memory_ids": [team["memory"]["id"]]})  # not bob's
+                bob, "forget", {"memory_ids": [team["memory"]["id"]]}
+            )  # not bob's
             assert "k" in await tool_error(bob, "recall", {"query": "x", "k": "many"})
             assert (await stats(shared))["total"] == 1
             assert (await stats(bob))["namespace"] == "team/shared"  # the server's default
