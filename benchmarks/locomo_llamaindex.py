@@ -184,7 +184,8 @@ def run(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
                         h.id for h in res
                     ]
                     # the adapter's own work, without the engine: the same result replayed
-                    replay = ReverieRetriever(_Replay(res), k=K)  # type: ignore[arg-type]
+                    replay = ReverieRetriever(engine, k=K)  # checked against a real engine,
+                    replay.engine = _Replay(res)  # type: ignore[assignment]  # then stood in for
                     timed(times, "retriever adapter work", lambda rp=replay, q=q: rp.retrieve(
                         q.text))
 
