@@ -21,6 +21,7 @@ from typing import Protocol, cast
 from .models import Memory
 from .ports import (
     BatchesWrites,
+    CompactsIndex,
     ErasesResidue,
     FindsNeighbors,
     HandsOutVectors,
@@ -59,6 +60,7 @@ BeginQuery = Callable[[str, Vector, int], SentQuery | None]
 Pending = Callable[[str], int]
 EraseResidue = Callable[[bool], Mapping[str, object]]
 PurgeLog = Callable[[str, Sequence[str]], int]
+CompactIndex = Callable[[str, float], int]
 LastWrite = Callable[[str], datetime | None]
 Together = Callable[[], AbstractContextManager[None]]
 NewestActive = Callable[[str, int], list[Memory]]
@@ -81,6 +83,7 @@ class Capabilities:
     pending: Pending | None = None  # QueuesWrites
     erase_residue: EraseResidue | None = None  # ErasesResidue (store)
     purge_log: PurgeLog | None = None  # PurgesLog (index)
+    compact_index: CompactIndex | None = None  # CompactsIndex (index)
     last_write: LastWrite | None = None  # KnowsRecentWrites (store)
     newest_active: NewestActive | None = None  # KnowsRecentWrites (store)
     together: Together | None = None  # BatchesWrites (store)
@@ -141,6 +144,9 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
     def purge_log(namespace: str, ids: Sequence[str]) -> int:
         return cast(PurgesLog, vectors).purge_log(namespace, ids)
 
+    def compact_index(namespace: str, min_deleted_fraction: float) -> int:
+        return cast(CompactsIndex, vectors).compact(namespace, min_deleted_fraction)
+
     def last_write(namespace: str) -> datetime | None:
         return cast(KnowsRecentWrites, store).last_write(namespace)
 
@@ -166,6 +172,7 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
         pending=pending if _has(vectors, "pending") else None,
         erase_residue=erase_residue if _has(store, "erase_residue") else None,
         purge_log=purge_log if _has(vectors, "purge_log") else None,
+        compact_index=compact_index if _has(vectors, "compact") else None,
         last_write=last_write if recent else None,
         newest_active=newest_active if recent else None,
         together=together if _has(store, "together") else None,

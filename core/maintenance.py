@@ -69,11 +69,18 @@ class Maintenance:
         self, namespace: str, ids: Sequence[str], compact: bool
     ) -> Mapping[str, Any]:
         """After a deletion: the deleted vectors' entries leave the index's write log,
-        and the store's files are cleaned (core/ports.py `PurgesLog`, `ErasesResidue`)."""
+        and the store's files are cleaned (core/ports.py `PurgesLog`, `ErasesResidue`). An
+        index left holding mostly deleted vectors is rebuilt from its live ones
+        (`CompactsIndex`), after the purge so the rebuild copies no erased vector."""
         caps = self.ctx.caps
         done: dict[str, Any] = {}
         if ids and caps.purge_log is not None:
             done["index_log_entries"] = caps.purge_log(namespace, ids)
+        if ids and caps.compact_index is not None:
+            limit = self.ctx.policy.maintenance.index_compact_deleted_fraction
+            freed = caps.compact_index(namespace, limit)
+            if freed:
+                done["index_slots_freed"] = freed
         if caps.erase_residue is not None:
             done.update(caps.erase_residue(compact))
         return done

@@ -332,6 +332,13 @@ class MaintenancePolicy:
     # member's content and keeps only its id, sources, time and text hash. Longer keeps
     # fragments around to undo a bad consolidation with; shorter shrinks the store sooner.
     gc_member_grace_days: float = _num(30.0)
+    # After a GC or forget deletes vectors, a namespace whose vector index keeps at least this
+    # share of its slots for deleted vectors (embedded Chroma's HNSW files never reuse them) is
+    # rebuilt from its live vectors, with no model call. Lower keeps the files nearer the live
+    # size but rebuilds more often, each rebuild costing about an indexing of the live vectors
+    # with the index's other calls held meanwhile; higher lets the files reach 1 / (1 - this)
+    # times the live size. 0 rebuilds after any delete; 1 only a namespace emptied of vectors.
+    index_compact_deleted_fraction: float = _num(0.5, _UNIT)
     hard_cap_per_namespace: int = _num(100_000)
     # the sweep distils decayed memories that share no meaning in time-ordered digests of at
     # most this many: an extractive digest's embedding blurs as it grows

@@ -399,3 +399,13 @@ class PurgesLog(Protocol):
     log entries removed."""
 
     def purge_log(self, namespace: str, ids: Sequence[str]) -> int: ...
+
+
+@runtime_checkable
+class CompactsIndex(Protocol):
+    """An index whose files keep room for deleted vectors (embedded Chroma's HNSW slots)
+    rebuilds a namespace from its live vectors once at least `min_deleted_fraction` of
+    that room is for deleted ones, without losing a vector to a crash midway. Returns
+    the slots given back (0: nothing rebuilt)."""
+
+    def compact(self, namespace: str, min_deleted_fraction: float) -> int: ...

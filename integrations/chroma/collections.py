@@ -132,8 +132,12 @@ class Collections:
         self.client = client
         self.secrets = secrets  # masked in every message, with any URL password
         self.location = redact(location, secrets)  # for messages: "Chroma server at http://..."
-        self._hnsw = hnsw
+        self.hnsw = hnsw
         self._cache: dict[str, Any] = {}
+        # run once per namespace before it is first resolved, outside any call: finishes
+        # or undoes a rebuild a kill interrupted (embedded only, `chroma.compact.settle`)
+        self.settle: Callable[[str], None] | None = None
+        self.settled: set[str] = set()
         self._lock = threading.Lock()
         self._max_batch: int | None = None
         # fewer items per call than the client takes, so each call stays well inside a
@@ -197,6 +201,9 @@ class Collections:
             cached = self._cache.get(namespace)
         if cached is not None:
             return cached
+        if self.settle is not None and namespace not in self.settled:
+            self.settle(namespace)
+            self.settled.add(namespace)
         name = collection_name(namespace)
         if create_dim is None:
             try:
@@ -208,7 +215,7 @@ class Collections:
             # the loser's metadata is ignored, and the dimension check below still holds.
             col = self.client.get_or_create_collection(
                 name=name,
-                configuration=self._hnsw.configuration(),
+                configuration=self.hnsw.configuration(),
                 metadata={NS_KEY: namespace, _DIM_KEY: create_dim, _SCHEMA_KEY: _SCHEMA},
                 embedding_function=None,
             )

@@ -35,7 +35,7 @@ from reverie.core.errors import BackendUnavailable, InvalidInput, InvalidVector,
 from reverie.core.models import validate_namespace
 from reverie.core.policy import DEFAULT_POLICY
 from reverie.core.ports import Vector, VectorHit, VectorItem
-from reverie.integrations.chroma import embeddings, scrub
+from reverie.integrations.chroma import compact, embeddings, scrub
 from reverie.integrations.chroma.bounded import BoundedClient
 from reverie.integrations.chroma.checks import (
     Scalar,
@@ -170,6 +170,7 @@ class ChromaIndex:
         index = cls(client, hnsw=hnsw, location=location, owns_client=True)
         index._log_file = os.path.join(os.fspath(path), "chroma.sqlite3")
         index._call_seconds = call_seconds
+        index._cols.settle = index._settle
         if call_seconds > 0:
             index._cols.batch_cap = _BOUNDED_BATCH
         return index
@@ -528,6 +529,23 @@ class ChromaIndex:
         dim = self._cols.dimension(col)
         scrub.scrub_collection(self._log_file, str(col.id), id_list, dim, self._cols.files)
         return removed
+
+    def compact(self, namespace: str, min_deleted_fraction: float) -> int:
+        """Rebuild the namespace's HNSW graph from its live vectors when at least
+        `min_deleted_fraction` of its slots hold deleted ones, so its files shrink to what
+        is live (`chroma.compact`); returns the slots given back. Embedded only: a Chroma
+        server's files are the server's own (0)."""
+        validate_namespace(namespace)
+        if self._log_file is None or not os.path.exists(self._log_file):
+            return 0
+        with self._cols.guard():
+            return compact.rebuild(self._cols, self._log_file, namespace, min_deleted_fraction)
+
+    def _settle(self, namespace: str) -> None:
+        assert self._log_file is not None
+        if os.path.exists(self._log_file):
+            with self._cols.files.exclusive():
+                compact.settle(self._cols, self._log_file, namespace)
 
     def ids(self, namespace: str) -> set[str]:
         """Every id in the namespace (paged, so large namespaces do not hit size limits)."""
