@@ -45,7 +45,7 @@ from reverie.integrations.chroma.collections import (
     chunks,
     collection_name,
 )
-from reverie.integrations.chroma.scrub import segment_dir
+from reverie.integrations.chroma.scrub import scrub_files, segment_dir
 
 __all__ = ["deleted_fraction", "rebuild", "settle"]
 
@@ -107,11 +107,16 @@ def settle(cols: Collections, log_file: str, namespace: str) -> None:
         old.modify(name=name)
         main, old = old, None
         log.warning("an interrupted rebuild of namespace %r's vector index was undone", namespace)
+    dropped = False
     for leftover in (nxt, old):
         if leftover is not None and _owned(leftover, namespace):
             _drop(client, log_file, leftover)
+            dropped = True
     if main is not None:
         _remove_replaced(log_file, main)
+        main_dir = segment_dir(log_file, str(main.id)) if dropped else None
+        if main_dir is not None:  # switched in before its files were scrubbed
+            scrub_files(main_dir, [], cols.dimension(main))
 
 
 def _configuration(col: Any, cols: Collections) -> dict[str, Any]:
@@ -189,4 +194,10 @@ def _rebuild(cols: Collections, log_file: str, namespace: str, min_fraction: flo
     old.modify(name=name + _OLD)
     new.modify(name=name)
     _drop(client, log_file, old)
+    # hnswlib's new block was allocated uninitialised past its last element, and a
+    # persisted copy of it can hold freed memory (erased vectors among it): zeroed, as
+    # after any erasure (`scrub.scrub_files`)
+    new_dir = segment_dir(log_file, str(new.id))
+    if new_dir is not None:
+        scrub_files(new_dir, [], cols.dimension(new))
     return slots
