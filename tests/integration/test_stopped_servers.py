@@ -4,8 +4,10 @@ nothing answers, as with a hung, swapped-out or paused server. Every public call
 then return within its `Policy.deadlines` (a typed `BackendUnavailable`, or an answer
 where one can be given without the stopped server), and work again after SIGCONT.
 
-No wall-clock assertion: each call runs on a thread joined with a bound of a few
-deadlines plus a margin for a loaded machine; a call still running then is a hang."""
+What proves the deadline fired is the error's type (`DeadlineExceeded`), not a
+measured time. Each call runs on a thread joined with a generous bound (a few deadlines
+plus a margin for a loaded machine) only so that a hang fails this test with a message
+instead of running into the suite's timeout."""
 
 from __future__ import annotations
 
