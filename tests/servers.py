@@ -14,10 +14,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
@@ -49,6 +51,39 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise AssertionError(f"gave up after {timeout:g}s waiting for {what}")
         time.sleep(interval)
+
+
+def outcome_within(call: Callable[[], object], bound: float) -> tuple[object, BaseException | None]:
+    """(`call()`'s result, None) or (None, the error it raised). The call runs on a thread
+    joined for at most `bound` seconds, so a call that hangs fails the test with a message
+    instead of running into the suite's timeout. A bound on waiting, never a speed check."""
+    out: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as e:  # handed to the test
+            out["error"] = e
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(bound)
+    assert not worker.is_alive(), f"the call did not return within {bound:g} s: it hangs"
+    error = out.get("error")
+    return out.get("value"), error if isinstance(error, BaseException) else None
+
+
+@contextmanager
+def small_tmpfs(where: Path, size: str = "5m") -> Iterator[Path]:
+    """A real tmpfs of `size` mounted at `where` (tests run as root), so a test can fill a
+    file system for real; unmounted lazily on exit."""
+    where.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                   check=True)  # fmt: skip
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 class ServerStartError(RuntimeError):

@@ -8,8 +8,6 @@ index and the index's other calls fail with `StorageFull` rather than hang."""
 
 from __future__ import annotations
 
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from reverie.core.errors import ReverieError, StorageFull
 from reverie.core.policy import Policy
 from reverie.integrations import open_engine
 from reverie.integrations.embedders import LocalEmbedder
+from tests.servers import outcome_within, small_tmpfs
 
 pytestmark = pytest.mark.slow
 
@@ -32,33 +31,17 @@ DEADLINE_S = 3 * POLICY.deadlines.index_call_seconds + 30.0
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(mount)], check=True)
-    try:
+    with small_tmpfs(tmp_path / "disk") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def returns(call: Any) -> Any:
-    """`call()`'s result, or the error it raised; fails if it is still running at the
-    deadline (a hang)."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = call()
-        except BaseException as e:  # reported to the test below
-            out["error"] = e
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(DEADLINE_S)
-    assert not worker.is_alive(), f"the call did not return within {DEADLINE_S} s: it hangs"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    """`call()`'s result, or the error it raised; fails if it is still running after
+    `DEADLINE_S` (a hang)."""
+    value, error = outcome_within(call, DEADLINE_S)
+    if error is not None:
+        raise error
+    return value
 
 
 def test_a_full_disk_is_storage_full_and_recall_still_answers(small_disk: Path) -> None:

@@ -22,6 +22,7 @@ from reverie.core.errors import BackendUnavailable, ReverieError, StorageFull, S
 from reverie.core.ports import WriteBatch
 from reverie.integrations.sqlite.store import SQLiteStore
 from tests.contract.conftest import make_memory
+from tests.servers import small_tmpfs
 
 NS = "ns"
 
@@ -101,13 +102,8 @@ def test_damaged_record_pages_are_store_corrupt_and_the_file_is_left_alone(
 @pytest.fixture
 def mount(tmp_path: Path) -> Iterator[Path]:
     """A real 5 MB tmpfs of the test's own (tests run as root, like the full-disk test)."""
-    where = tmp_path / "disk"
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(where)], check=True)
-    try:
+    with small_tmpfs(tmp_path / "disk") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def remount(where: Path, mode: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from reverie.core.errors import BackendUnavailable, DeadlineExceeded
 from reverie.core.policy import Policy
 from reverie.integrations import open_engine
 from reverie.integrations.embedders import LocalEmbedder
-from tests.servers import ServerProcess, start_chroma, start_redis
+from tests.servers import ServerProcess, outcome_within, start_chroma, start_redis
 
 pytestmark = pytest.mark.slow
 
@@ -51,19 +50,7 @@ def embedder() -> LocalEmbedder:
 def outcome(call: Callable[[], Any]) -> tuple[Any, BaseException | None]:
     """(`call()`'s result, None) or (None, the error it raised); fails the test when the
     call is still running after `BOUND_S`: it hangs."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = call()
-        except BaseException as e:  # reported to the test
-            out["error"] = e
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(BOUND_S)
-    assert not worker.is_alive(), f"the call did not return within {BOUND_S:g} s: it hangs"
-    return out.get("value"), out.get("error")
+    return outcome_within(call, BOUND_S)
 
 
 def fails_typed(call: Callable[[], Any]) -> BackendUnavailable:
