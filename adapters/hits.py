@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from reverie.core.models import Kind, Status, Tier
-from reverie.core.retrieval import Explanation
+from reverie.core.retrieval import Explanation, shown
 
 __all__ = ["KIND", "STATUS", "TIER", "explanation_dict", "iso"]
 
@@ -36,20 +36,18 @@ def _iso(moment: datetime, offset: timedelta | None) -> str:
 
 
 def explanation_dict(e: Explanation) -> dict[str, object]:
-    """Exactly `Explanation.as_dict()` (tests hold them equal), with the tier looked up and
-    the terms that are often zero (lexical, context) not rounded when they are: `round` to
-    4 places goes through a decimal conversion, several times the cost of the rest."""
-    lexical, context = e.lexical, e.context
+    """Exactly `Explanation.as_dict()` (tests hold them equal), with the tier looked up
+    instead of asked of the Enum."""
     return {
-        "final": round(e.final, 4),
-        "relevance": round(e.relevance, 4),
-        "dense": round(e.dense, 4),
-        "lexical": round(lexical, 4) if lexical else lexical,
-        "decay": round(e.decay, 4),
-        "importance": round(e.importance, 4),
+        "final": shown(e.final),
+        "relevance": shown(e.relevance),
+        "dense": shown(e.dense),
+        "lexical": shown(e.lexical),
+        "decay": shown(e.decay),
+        "importance": shown(e.importance),
         "tier": TIER[e.tier],
         "hops": e.hops,
         "via": e.via,
-        "context": round(context, 4) if context else context,
+        "context": shown(e.context),
         "note": e.note,
     }

@@ -3,6 +3,7 @@ calls give: `Explanation.as_dict()`, `Enum.value`, `datetime.isoformat()`."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import given
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from reverie.adapters.hits import KIND, STATUS, TIER, explanation_dict, iso
 from reverie.core.models import Kind, Status, Tier
-from reverie.core.retrieval import Explanation
+from reverie.core.retrieval import Explanation, shown
 
 scores = st.floats(min_value=-2.0, max_value=2.0, allow_nan=False)
 
@@ -44,3 +45,20 @@ def test_enum_tables_and_iso() -> None:
     lisbon = moment.astimezone(timezone(timedelta(hours=1)))
     assert lisbon == moment
     assert iso(lisbon) == "2025-03-03T10:00:00.123456+01:00"
+
+
+def test_shown_rounds_to_four_decimals() -> None:
+    assert shown(0.123456) == 0.1235
+    assert shown(0.12344) == 0.1234
+    assert shown(-0.98766) == -0.9877
+    assert shown(0.0) == 0.0
+    assert shown(1e20) == 1e20  # too large for the arithmetic: unchanged
+    assert math.isnan(shown(math.nan))
+
+
+@given(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False))
+def test_shown_is_round_to_four_decimals_but_at_a_tie(x: float) -> None:
+    got, exact = shown(x), round(x, 4)
+    assert abs(got - exact) <= 1e-4 * (1 + 1e-9) + 1e-9 * abs(x)
+    if abs(x * 1e4 - math.floor(x * 1e4) - 0.5) > 1e-6:  # not near a tie: the very same
+        assert got == exact
