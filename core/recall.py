@@ -378,11 +378,18 @@ class RecallPath:
             for k, v in more.items():
                 links.setdefault(k, set()).update(v)
             frontier = {n for i in frontier for n in more.get(i, ())} - seen
-        # versions the write path did not link, judged on the top hits' own texts
+        # versions the write path did not link, judged on the top hits' own texts. Two
+        # hits that each have versions linked on write are not joined here: the write
+        # path saw both with their context and made them versions of two things, and a
+        # join would merge both chains, so that the newest of either (a flight's new
+        # time) would be placed above the other's versions (a meeting's).
         top = ranked[: req.k]
         vectors = self._top_vectors(ns, [r.memory.id for r in top], side)
+        stored = {i for i, v in links.items() if v}
         for newer, older in implicit_links(top, vectors, policy, req.query).items():
             for o in older:
+                if newer in stored and o in stored:
+                    continue
                 links.setdefault(newer, set()).add(o)
                 links.setdefault(o, set()).add(newer)
         if not any(i in links for i in olders):

@@ -142,11 +142,15 @@ def initial_importance(text: str, policy: Policy, entities: frozenset[str] | Non
 # to 1e-6 when not positive, document length = len(lexical_terms(text)).
 
 _TERM = re.compile(r"[^\W_]+")
+# The last line holds what an apostrophe leaves of a contraction or a possessive ("what's",
+# "don't", "I'm", "we'll"): alone it means nothing, yet it is in so many documents that a
+# question such as "What's my phone?" would match any "here's" at full lexical strength.
 _STOP_WORD_TEXT = """
     a an and are as at be been being but by can could did do does for from had has have he
     her hers him his how i if in into is it its me my no not of on or our ours she so than
     that the their them then there these they this those to was we were what when where
     which who whom whose why will with would you your yours
+    s t m d ll re ve
 """
 STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 MAX_QUERY_TERMS = 64  # a pasted document must not become an OR of thousands of terms

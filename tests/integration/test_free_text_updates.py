@@ -126,3 +126,26 @@ def test_look_alikes_and_incidental_cues_retire_nothing(engine: MemoryEngine) ->
     assert "Lisbon" in top(engine, "Where does my brother live?", ns)[0]
     assert "May 3" in top(engine, "When is the staging deadline?", ns)[0]
     assert "June 1" in top(engine, "When is the production deadline?", ns)[0]
+
+
+def test_two_facts_changed_on_one_day_keep_their_own_newest_versions(
+    engine: MemoryEngine,
+) -> None:
+    """A meeting moved and a flight rescheduled: each update is linked to its own fact on
+    write. At recall the two chains' texts look alike (a weekday and a time each), but
+    they are not joined into one, so the flight's new time never answers for the meeting."""
+    ns = "two-chains"
+    meeting = say(engine, "user: The sync with design happens every Tuesday at 8:30 AM.", ns)
+    say(engine, "assistant: Thanks for the update, that helps.", ns, seconds=60)
+    flight = say(engine, "user: My flight to Boston leaves Tuesday at 11:40 AM from gate B12.",
+                 ns, seconds=300)
+    moved = say(engine, "user: The new meeting time is 9:00 AM.", ns, seconds=600)
+    rescheduled = say(engine, "user: The flight was rescheduled to Wednesday at 2:05 PM.", ns,
+                      seconds=900)
+    assert engine.get(moved, namespace=ns).metadata[UPDATE_KEY]["of"] == meeting
+    assert engine.get(rescheduled, namespace=ns).metadata[UPDATE_KEY]["of"] == flight
+    engine.clock.advance(hours=1)  # type: ignore[attr-defined]
+    meeting_hits = top(engine, "When does the sync with design happen every Tuesday?", ns)
+    assert meeting_hits[0] == "user: The new meeting time is 9:00 AM."
+    flight_hits = top(engine, "What time is my trip to Boston?", ns)
+    assert flight_hits[0] == "user: The flight was rescheduled to Wednesday at 2:05 PM."

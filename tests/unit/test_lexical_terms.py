@@ -54,6 +54,15 @@ def test_queries_drop_function_words_and_repeats_but_never_everything() -> None:
     assert query_terms("?!") == []
 
 
+def test_what_an_apostrophe_leaves_is_no_query_term() -> None:
+    # "what's" splits into "what" and "s"; a lone "s" would match every "here's" and "it's"
+    assert query_terms("What's my mobile?") == ["mobil"]
+    assert query_terms("Where'd I park? I don't know, we'll see, I'm lost") == [
+        "park", "don", "know", "see", "lost"
+    ]
+    assert lexical_terms("Here's one") == ["here", "s", "on"]  # documents keep every term
+
+
 def test_a_pasted_document_becomes_a_bounded_query() -> None:
     words = " ".join(f"w{i}x" for i in range(500))
     assert len(query_terms(words)) == MAX_QUERY_TERMS
