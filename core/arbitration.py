@@ -21,6 +21,7 @@ past ("where did I live before Lisbon?") gets no arbitration at all.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
@@ -155,6 +156,66 @@ def _echoes(
         for kind, vals in reading(c.text).values.items():
             held.setdefault(kind, set()).update(vals)
     return all(vals <= held.get(kind, set()) for kind, vals in r.values.items())
+
+
+def _by_assistant(m: Memory) -> bool:
+    """`updates.is_assistant`, remembered per text when the metadata names no role (the
+    speaker prefix is then all it reads)."""
+    if m.metadata and any(k in m.metadata for k in updates.ROLE_KEYS):
+        return updates.is_assistant(m.text, m.metadata)
+    return _assistant_text(m.text)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _assistant_text(text: str) -> bool:
+    return updates.is_assistant(text)
+
+
+def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitration:
+    """An assistant's reply that states nothing of its own ranks below the user's
+    statement it replies to.
+
+    "Thanks, I'll remember your pet." and "Okay, your coffee order is noted." repeat the
+    words a question asks with ("What pet do we have?"), so they often outrank the
+    statement that holds the answer, most of all a newer one told in other words. Such
+    a reply is worth at most what it replies to: the latest user statement among the
+    ranked hits said at most `context_seconds` before it. A reply to a question is left
+    alone (it is the answer), and so is one that names a value the statement does not
+    hold, or is longer than a statement (`max_words`): it says something itself. Only
+    replies among the first `window` hits are looked at; a reply further down cannot
+    enter them by ranking lower."""
+    within = timedelta(seconds=policy.updates.context_seconds)
+    said_by_assistant = [_by_assistant(r.memory) for r in ranked]
+    if not any(said_by_assistant[:window]) or all(said_by_assistant):
+        return Arbitration(ranked, {})
+    users = sorted(
+        (r.memory.created_at, n) for n, r in enumerate(ranked) if not said_by_assistant[n]
+    )
+    times = [t for t, _ in users]
+    capped: dict[str, Ranked] = {}
+    notes: dict[str, str] = {}
+    for n, r in enumerate(ranked[:window]):
+        m = r.memory
+        if not said_by_assistant[n]:
+            continue
+        at = bisect.bisect_right(times, m.created_at) - 1
+        if at < 0 or m.created_at - times[at] > within:
+            continue
+        prior = ranked[users[at][1]]
+        if r.score < prior.score:
+            continue
+        said, reply = reading(prior.memory.text), reading(m.text)
+        if said.question or len(reply.sequence) > policy.updates.max_words:
+            continue
+        if any(vals - said.values.get(kind, frozenset()) for kind, vals in reply.values.items()):
+            continue
+        capped[m.id] = r._replace(score=prior.score - _ABOVE)
+        notes[m.id] = f"a reply to {prior.memory.id} stating nothing of its own, ranked below it"
+    if not capped:
+        return Arbitration(ranked, {})
+    out = [capped.get(r.memory.id, r) for r in ranked]
+    out.sort(key=lambda r: (-r.score, r.memory.id))
+    return Arbitration(out, notes)
 
 
 @dataclass(frozen=True, slots=True)

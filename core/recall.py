@@ -18,7 +18,14 @@ from datetime import datetime
 
 import numpy as np
 
-from .arbitration import Arbitration, arbitrate, asks_about_past, implicit_links, version_links
+from .arbitration import (
+    Arbitration,
+    arbitrate,
+    asks_about_past,
+    implicit_links,
+    replies_below,
+    version_links,
+)
 from .clock import utc
 from .context import EngineContext
 from .errors import BackendUnavailable, InvalidInput, InvalidVector
@@ -147,6 +154,9 @@ class RecallPath:
         )
         ranked = self._expand(ns, ranked, candidates, memories, req)
         settled = self._arbitrate(ns, ranked, candidates, memories, req, side)
+        replies = replies_below(settled.ranked, req.k, self.ctx.policy)
+        if replies.notes:
+            settled = Arbitration(replies.ranked, replies.notes | settled.notes)
         hits = self._hits(
             ns, settled.ranked[: max(req.k, 1)], side.degrees, req.when, settled.notes
         )

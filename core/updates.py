@@ -44,14 +44,14 @@ from .text import STOP_WORDS, porter_stem, strip_speaker
 # Speaker prefixes and metadata roles that mark an assistant's words.
 _ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool", "agent"])
 _SPEAKER_PREFIX = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}):\s")
-_ROLE_KEYS = ("role", "speaker", "type")
+ROLE_KEYS = ("role", "speaker", "type")  # metadata keys that may name who spoke
 
 
 def is_assistant(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
     """Did an assistant (or the system, or a tool) say this? Read from the metadata's
     role, as the LlamaIndex block records it, else from a speaker prefix ("AI: ",
     "assistant: ") as the LangChain memory and most chat logs write it."""
-    for key in _ROLE_KEYS:
+    for key in ROLE_KEYS:
         role = (metadata or {}).get(key)
         if isinstance(role, str) and role.strip():
             return role.strip().casefold() in _ASSISTANT_NAMES

@@ -149,3 +149,24 @@ def test_two_facts_changed_on_one_day_keep_their_own_newest_versions(
     assert meeting_hits[0] == "user: The new meeting time is 9:00 AM."
     flight_hits = top(engine, "What time is my trip to Boston?", ns)
     assert flight_hits[0] == "user: The flight was rescheduled to Wednesday at 2:05 PM."
+
+
+def test_an_acknowledgement_never_outranks_the_statement_it_acknowledges(
+    engine: MemoryEngine,
+) -> None:
+    """'Okay, your usual coffee order is noted.' repeats the question's words better than
+    the user's own update does; it holds no value, so it ranks below what it answers."""
+    ns = "acks"
+    say(engine, "user: At the cafe I always order a mocha.", ns)
+    say(engine, "assistant: Lovely, enjoy it!", ns, seconds=30)
+    say(engine, "user: Any ideas for a rainy Sunday?", ns, days=2)
+    new = say(engine, "user: I changed my order to a double espresso.", ns, days=20)
+    ack = say(engine, "assistant: Okay, your usual coffee order is noted. Want a reminder?", ns,
+              seconds=30)
+    engine.clock.advance(days=1)  # type: ignore[attr-defined]
+    hits = engine.recall("What's my usual drink?", namespace=ns, k=5, reinforce=False)
+    ids = [h.id for h in hits]
+    assert ids[0] == new
+    assert ids.index(ack) > ids.index(new)
+    note = hits[ids.index(ack)].explanation.note or ""
+    assert note.startswith(f"a reply to {new} ")

@@ -15,6 +15,7 @@ from reverie.core.arbitration import (
     asks_about_past,
     implicit_links,
     newest,
+    replies_below,
     version_links,
 )
 from reverie.core.engine import MemoryEngine
@@ -603,3 +604,40 @@ def test_a_value_named_to_be_negated_does_not_hide_the_new_one() -> None:
     # beside another adds one; it replaces nothing of that type
     assert judge(read("user: My pottery class is at 6 PM and 7:30 PM."), read(old), 0.85,
                  0.0, Policy()).same_type is None
+
+
+def _hit(m: Memory, score: float) -> Ranked:
+    return Ranked(m, Candidate(m.id, score, 0.0, score), 0.1, score)
+
+
+def test_a_reply_that_states_nothing_ranks_below_the_statement_it_answers() -> None:
+    old = _said("old", 0, "user: At home we have a hamster named Peanut.")
+    new = _said("new", 60 * 24, "user: We adopted a corgi named Biscuit.")
+    ack = _said("ack", 60 * 24 + 1, "assistant: Thanks, I'll remember your pet. Anything else?")
+    echo = _said("echo", 2, "assistant: Noted: Peanut.")  # names only what was said
+    ranked = [_hit(ack, 0.73), _hit(echo, 0.70), _hit(old, 0.67), _hit(new, 0.24)]
+    out = replies_below(ranked, 10, Policy())
+    assert [r.memory.id for r in out.ranked] == ["old", "echo", "new", "ack"]
+    # each placed just below what it replies to, and the explanation says so
+    assert out.ranked[1].score == pytest.approx(0.67) and out.ranked[1].score < 0.67
+    assert out.ranked[3].score == pytest.approx(0.24) and out.ranked[3].score < 0.24
+    assert out.notes["ack"].startswith("a reply to new ")
+    assert set(out.notes) == {"ack", "echo"}
+    # only the first `window` hits are looked at
+    first = replies_below(ranked, 1, Policy())
+    assert [r.memory.id for r in first.ranked] == ["echo", "old", "new", "ack"]
+
+
+def test_a_reply_with_something_of_its_own_keeps_its_place() -> None:
+    ask = _said("ask", 0, "user: What should I cook tonight?")
+    answer = _said("answer", 1, "assistant: Try a mushroom risotto.")  # answers a question
+    said = _said("said", 30, "user: My vet is on Elm Street.")
+    named = _said("named", 31, "assistant: Noted, and Dr. Park there is great.")  # a new name
+    late = _said("late", 60, "assistant: Got it.")  # 30 minutes after: replies to nothing
+    ranked = [_hit(answer, 0.8), _hit(named, 0.7), _hit(late, 0.65), _hit(ask, 0.6),
+              _hit(said, 0.5)]  # fmt: skip
+    out = replies_below(ranked, 10, Policy())
+    assert out.ranked == ranked and out.notes == {}
+    # with a wider window "Got it." replies to "My vet is on Elm Street." and goes below it
+    wide = replies_below(ranked, 10, Policy(context_seconds=3600))
+    assert [r.memory.id for r in wide.ranked] == ["answer", "named", "ask", "said", "late"]
