@@ -260,8 +260,11 @@ class RetrievalPolicy:
     # (benchmarks/results/locomo.md).
     alpha: float = _num(0.9, _UNIT)
     decay_floor: float = _num(0.05, _UNIT)  # below this decay score a memory is not returned...
-    # ...unless it is a strong match (relevance >= this; 1.0 turns the bypass off): a hard
-    # floor hides old but asked-for memories.
+    # ...unless it is a strong match (relevance or cosine >= this; 1.0 turns the bypass
+    # off): a hard floor hides old but asked-for memories. The cosine alone counts because
+    # a question told in other words than the memory ("When do I fly out?", "my flight
+    # leaves Tuesday") has no lexical half, which halves its relevance. Lower brings back
+    # more faded memories, and more that only look like the question.
     floor_bypass_relevance: float = _num(0.3, _UNIT)
     dense_weight: float = _num(0.5, _UNIT)  # relevance = w * dense + (1 - w) * lexical
     lexical_floor: float = _num(1.0)  # BM25 is divided by max(best BM25, this): weak stays weak

@@ -271,7 +271,7 @@ def rank(
     admit: Callable[[Memory], bool],
 ) -> list[Ranked]:
     """Score every admissible candidate. Below the decay floor only crystals, pins and
-    matches at least `floor_bypass_relevance` strong survive."""
+    matches at least `floor_bypass_relevance` strong (in relevance or in cosine) survive."""
     out: list[Ranked] = []
     for cid, cand in candidates.items():
         m = memories.get(cid)
@@ -280,7 +280,7 @@ def rank(
         d = decay_score(m, at, policy)
         faded = d < policy.retrieval.decay_floor and not never_decays(m)
         strong = policy.retrieval.floor_bypass_relevance < 1.0 and (
-            cand.relevance >= policy.retrieval.floor_bypass_relevance
+            max(cand.relevance, cand.dense) >= policy.retrieval.floor_bypass_relevance
         )
         if faded and not strong:
             continue

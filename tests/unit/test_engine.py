@@ -148,6 +148,26 @@ def test_a_faded_memory_returns_only_for_a_strong_match(engine: MemoryEngine) ->
     assert faint.id not in [h.id for h in weak]
 
 
+def test_a_faded_memory_matched_by_meaning_alone_is_a_strong_match() -> None:
+    """"When do I fly out?" shares no word with "My flight to Boston leaves Tuesday": its
+    lexical half is 0, so its fused relevance is half its cosine. A cosine of at least
+    `floor_bypass_relevance` is as strong a match as a fused relevance that high."""
+    from reverie.core.models import Kind, Memory, Tier
+    from reverie.core.retrieval import Candidate, rank
+
+    old = Memory(id="flight", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+                 text="user: My flight to Boston leaves Tuesday.", created_at=T0)  # fmt: skip
+    at = T0 + timedelta(days=120)  # 14-day half-life: decay far under the 0.05 floor
+    policy = Policy()
+
+    def kept(dense: float) -> bool:
+        cand = Candidate("flight", dense, 0.0, policy.retrieval.dense_weight * dense)
+        return bool(rank({"flight": cand}, {"flight": old}, at, policy, lambda m: True))
+
+    assert kept(0.48)  # relevance 0.24, cosine 0.48
+    assert kept(0.30) and not kept(0.29)  # the bypass is 0.3
+
+
 def test_recall_reinforces_unless_told_not_to(engine: MemoryEngine) -> None:
     m = engine.observe("The deploy key lives in the vault")
     clock(engine).advance(days=7)
