@@ -536,11 +536,14 @@ def judge(
     # "Raised to $65,000." is a new amount, not a new anything).
     # A plain-word value ("It's paleo now.") counts too when a change word says it is
     # one: the intro named the subject, the cue says its value changed.
+    # A typed value it names ("I switched to Dr. Okafor") replaces one of its type, so an
+    # older text that states none is no earlier version, however near the turn before.
+    typed = any(k not in _WEAK_TYPES for k in new.values)
     elliptical = (
         len(new.words) <= p.elliptical_words and context > similarity
         and len(old.sequence) <= p.max_words
         and len(new.subject) <= p.elliptical_subject_words
-        and (same_type is not None or new.cue)
+        and (same_type is not None or (new.cue and not typed))
     )
     base = max(similarity, context if elliptical else 0.0)
     score = (

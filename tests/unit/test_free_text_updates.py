@@ -125,6 +125,18 @@ def test_an_elliptical_update_borrows_its_subject_from_the_turn_before() -> None
     assert judge(read("My gym is open on Thursday at 2 PM."), read(old), 0.2, 0.7,
                  Policy()).context == 0.0
 
+    # a name it switches to replaces a name: a text near the turn before that states no
+    # name ("I burnt the chili again" after "I burnt the curry again") is no earlier version
+    okafor = "user: I switched to Dr. Okafor."
+    assert verdict(okafor, "user: I burnt the chili again, sigh.", 0.38, 0.7) is Verdict.NONE
+    assert verdict(okafor, "user: I see Dr. Brennan for my checkups.", 0.38, 0.7) is not (
+        Verdict.NONE
+    )
+    # a plain-word value with a change word still borrows its subject
+    assert verdict("user: It's paleo now.", "user: I eat keto most days.", 0.2, 0.7) is not (
+        Verdict.NONE
+    )
+
 
 def test_who_spoke() -> None:
     assert is_assistant("assistant: Actually, you live in Lisbon.")
