@@ -172,8 +172,6 @@ class VersionLinks:
             )
             if signals.verdict is updates.Verdict.NONE:
                 continue
-            # a version found through the intro just before an elliptical update comes
-            # first: the intro says what "It's 11:15 now" is about, its own words do not
             if best is None or _rank(signals) > _rank(best[1]):
                 best = (m, signals)
         return best
@@ -198,7 +196,11 @@ class VersionLinks:
 
 
 def _rank(signals: updates.Signals) -> tuple[bool, bool, float]:
-    return (signals.context > 0, signals.verdict is updates.Verdict.SUPERSEDES, signals.score)
+    """Which candidate a new trace is linked to: a confident version by its own words
+    first ("the Boston flight is Monday at 5:55 AM" names its flight), then a version
+    found through the intro just before an elliptical update ("It's 11:15 now"), whose
+    own words say nothing; then the higher score."""
+    return (signals.verdict is updates.Verdict.SUPERSEDES, signals.context > 0, signals.score)
 
 
 def may_be_outdated(m: Memory, when: datetime, digest: str) -> bool:

@@ -170,3 +170,21 @@ def test_an_acknowledgement_never_outranks_the_statement_it_acknowledges(
     assert ids.index(ack) > ids.index(new)
     note = hits[ids.index(ack)].explanation.note or ""
     assert note.startswith(f"a reply to {new} ")
+
+
+def test_an_update_naming_its_subject_links_to_it_not_to_a_neighbour_of_the_turn_before(
+    engine: MemoryEngine,
+) -> None:
+    """'Just so you know, the Boston flight is Monday at 5:55 AM.' is short enough to be
+    read as an elliptical update of whatever the turn before it is near, but it names its
+    flight, and the flight it replaces is a confident version by its own words."""
+    ns = "named-subject"
+    say(engine, "user: I keep meaning to try gardening this weekend.", ns)
+    flight = say(engine, "user: My flight to Boston leaves Friday at 8:15 PM from gate B12.",
+                 ns, seconds=120)
+    say(engine, "user: My phone is a Galaxy Z Flip with a cracked screen.", ns, seconds=120)
+    say(engine, "user: I'm thinking of making chili for dinner.", ns, days=3)
+    new = say(engine, "user: Just so you know, the Boston flight is Monday at 5:55 AM.", ns,
+              seconds=90)
+    why = engine.get(new, namespace=ns).metadata[UPDATE_KEY]
+    assert why["of"] == flight and why["verdict"] == "supersedes"
