@@ -183,6 +183,11 @@ class UpdatePolicy:
     # gym is open on Thursday" two: it names its subject). Higher lends subjects to
     # updates that name their own.
     elliptical_subject_words: int = _num(1)
+    # ...and of at most this many words in all: an elliptical update is a short reply
+    # ("Make that Greek.", "They gave us until May 3."); a longer sentence with few
+    # content words ("Lake Tahoe gets crowded, so we book the campsite in January") tells
+    # something of its own. Higher lends subjects to more of them.
+    elliptical_max_words: int = _num(8)
     # An intro turn that names something ("Travel update for Boston.") has at most this
     # many words; a longer turn with a name states a fact of its own ("My GP is Dr.
     # Nguyen at the clinic") and lends no subject. Higher lends more, and more wrongly.

@@ -543,6 +543,7 @@ def judge(
         len(new.words) <= p.elliptical_words and context > similarity
         and len(old.sequence) <= p.max_words
         and len(new.subject) <= p.elliptical_subject_words
+        and len(new.sequence) <= p.elliptical_max_words
         and (same_type is not None or (new.cue and not typed))
     )
     base = max(similarity, context if elliptical else 0.0)

@@ -132,6 +132,14 @@ def test_an_elliptical_update_borrows_its_subject_from_the_turn_before() -> None
     assert verdict(okafor, "user: I see Dr. Brennan for my checkups.", 0.38, 0.7) is not (
         Verdict.NONE
     )
+    # a longer sentence with few content words tells something of its own
+    camp = "user: Actually, Lake Tahoe gets crowded, so we book the campsite in January."
+    assert verdict(camp, "user: Oh, actually my doctor is Dr. Costa now.", 0.1, 0.36) is (
+        Verdict.NONE
+    )
+    assert verdict("user: Actually, it's Dr. Costa.", "user: I see Dr. Alvarez.", 0.1, 0.36) is (
+        Verdict.OUTDATES
+    )
     # a plain-word value with a change word still borrows its subject
     assert verdict("user: It's paleo now.", "user: I eat keto most days.", 0.2, 0.7) is not (
         Verdict.NONE
