@@ -56,6 +56,11 @@ def run(
         policies[name] = Policy().replace(**changes)
     variants = [*variants, *(extra or {})]
     scores: dict[str, Scores] = {v: Scores() for v in ("dense", "bm25", *variants)}
+    # Five conversations to tune on and five to report on (alternating in the dataset's
+    # order): a change is judged on the report half only after it was made on the other.
+    halves: dict[str, dict[str, Scores]] = {
+        h: {v: Scores() for v in scores} for h in ("tune", "report")
+    }
     ingest_seconds = 0.0
     ingest_turns = 0
     recall_seconds: list[float] = []
@@ -71,6 +76,7 @@ def run(
         engine = open_engine(Path(tmp), store=url, embedder=embedder, clock=clock)
         for n, (sample, turns, questions) in enumerate(convs, 1):
             ns = f"locomo/{sample}"
+            half = halves[split_of(n - 1)]
             t0 = time.perf_counter()
             id_sources: dict[str, frozenset[str]] = {}
             clock.set(turns[-1].at)
@@ -90,9 +96,11 @@ def run(
             sims = q_vecs @ turn_vecs.T
             for qi, q in enumerate(questions):
                 order = np.argsort(-sims[qi], kind="stable")[: max(KS)]
-                scores["dense"].add(q, [frozenset({turns[i].dia_id}) for i in order])
+                for table in (scores, half):
+                    table["dense"].add(q, [frozenset({turns[i].dia_id}) for i in order])
                 lex = engine.lexical.search(ns, q.text, max(KS))
-                scores["bm25"].add(q, [id_sources[h.id] for h in lex])
+                for table in (scores, half):
+                    table["bm25"].add(q, [id_sources[h.id] for h in lex])
 
             for v in variants:
                 engine.policy = policies[v]
@@ -101,6 +109,7 @@ def run(
                     res = engine.recall(q.text, namespace=ns, k=max(KS), reinforce=False)
                     recall_seconds.append(time.perf_counter() - t1)
                     scores[v].add(q, [h.memory.sources for h in res])
+                    half[v].add(q, [h.memory.sources for h in res])
             print(
                 f"[{n}/{len(convs)}] {sample}: {len(turns)} turns, {len(questions)} questions",
                 file=sys.stderr,
@@ -116,6 +125,11 @@ def run(
         "ingest_turns_per_second": ingest_turns / ingest_seconds,
         "recall_p50_ms": 1000 * float(np.median(recall_seconds)),
         "tables": {name: s.table() for name, s in scores.items()},
+        "halves": {
+            h: {name: s.table() for name, s in tables.items()}
+            for h, tables in halves.items()
+            if any(s.recall for s in tables.values())
+        },
         "machine": "2 cores, CPU only",
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
@@ -125,6 +139,11 @@ def run(
         (out_dir / "locomo.md").write_text(render(result))
         print(render(result))
     return result
+
+
+def split_of(index: int) -> str:
+    """The half a conversation belongs to, by its place in the dataset (0-based)."""
+    return "tune" if index % 2 == 0 else "report"
 
 
 def render(r: dict[str, Any]) -> str:
@@ -164,6 +183,26 @@ def render(r: dict[str, Any]) -> str:
             )
             + " |"
         )
+    if r.get("halves"):
+        lines += [
+            "",
+            "## Tuning half and reporting half",
+            "",
+            "Conversations alternate between a half to tune on (1st, 3rd, ... in the "
+            "dataset's order) and a half to report on (2nd, 4th, ...).",
+            "",
+            "| system | half | R@10 | all@10 | multi-hop R@10 | multi-hop all@10 | questions |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        multi = next(c for c in cats if c.endswith("multi-hop"))
+        for name in r["tables"]:
+            for half, tables in r["halves"].items():
+                t = tables[name]
+                lines.append(
+                    f"| {name} | {half} | {t['overall']['recall@10']:.3f} | "
+                    f"{t['overall']['all@10']:.3f} | {t[multi]['recall@10']:.3f} | "
+                    f"{t[multi]['all@10']:.3f} | {t['overall']['n']} |"
+                )
     return "\n".join(lines) + "\n"
 
 
