@@ -209,7 +209,7 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
             continue
         if any(vals - said.values.get(kind, frozenset()) for kind, vals in reply.values.items()):
             continue
-        capped[m.id] = r._replace(score=prior.score - _ABOVE)
+        capped[m.id] = Ranked(m, r.candidate, r.decay, prior.score - _ABOVE)
         notes[m.id] = f"a reply to {prior.memory.id} stating nothing of its own, ranked below it"
     if not capped:
         return Arbitration(ranked, {})
