@@ -117,6 +117,15 @@ def test_no_neighbours_turns_the_search_off() -> None:
     assert _why(e, new) is None
 
 
+def _stored_days_ago(e: MemoryEngine, olds: list[Memory], days: float) -> None:
+    """Earlier memories written straight to the store and the index, then `days` later."""
+    e.store.commit(WriteBatch("default", tuple(olds)))
+    vecs = e._ctx.embed([m.text for m in olds])
+    vector_sync.index(e._ctx, "default", list(zip(olds, vecs, strict=True)), ())
+    clock: Any = e.clock
+    clock.advance(days=days)
+
+
 def test_of_two_earlier_versions_the_best_judged_one_is_linked() -> None:
     # "a-far" sorts first but shares less with the new text than "b-near"
     e = make_engine()
@@ -138,11 +147,7 @@ def test_of_two_earlier_versions_the_best_judged_one_is_linked() -> None:
             created_at=T0 + timedelta(hours=1),
         ),
     ]
-    e.store.commit(WriteBatch("default", tuple(olds)))
-    vecs = e._ctx.embed([m.text for m in olds])
-    vector_sync.index(e._ctx, "default", list(zip(olds, vecs, strict=True)), ())
-    clock: Any = e.clock
-    clock.advance(days=40)
+    _stored_days_ago(e, olds, 40)
     new = e.observe("user: Actually I live in Lisbon now, close to the big park by the river")
     why = _why(e, new)
     assert why is not None and why["of"] == "b-near"
@@ -170,11 +175,7 @@ def test_a_fact_keys_unit_among_the_candidates_does_not_hide_the_trace_behind_it
             created_at=T0,
         ),
     ]
-    e.store.commit(WriteBatch("default", tuple(olds)))
-    vecs = e._ctx.embed([m.text for m in olds])
-    vector_sync.index(e._ctx, "default", list(zip(olds, vecs, strict=True)), ())
-    clock: Any = e.clock
-    clock.advance(days=40)
+    _stored_days_ago(e, olds, 40)
     new = e.observe("user: Actually I live in Lisbon now, close to the big park")
     why = _why(e, new)
     assert why is not None and why["of"] == "b-old"
