@@ -263,24 +263,17 @@ def _die_at(stage: str, home: str) -> None:
     """Run the GC in a child process that is killed at `stage` of the rebuild."""
     from chromadb.api.models.Collection import Collection
 
-    if stage == "copy":
-        real_add = Collection.add
+    if stage in ("copy", "between_renames"):
+        # the rebuilt collection's first add (copying) or its rename (switching in)
+        name = "add" if stage == "copy" else "modify"
+        real = getattr(Collection, name)
 
-        def add(self, *a, **kw):  # type: ignore[no-untyped-def]
+        def killed(self, *a, **kw):  # type: ignore[no-untyped-def]
             if self.name.endswith("-next"):
                 os._exit(9)
-            return real_add(self, *a, **kw)
+            return real(self, *a, **kw)
 
-        Collection.add = add  # type: ignore[method-assign]
-    elif stage == "between_renames":
-        real_modify = Collection.modify
-
-        def modify(self, *a, **kw):  # type: ignore[no-untyped-def]
-            if self.name.endswith("-next"):
-                os._exit(9)
-            return real_modify(self, *a, **kw)
-
-        Collection.modify = modify  # type: ignore[method-assign]
+        setattr(Collection, name, killed)
     else:
 
         def drop(*a, **kw):  # type: ignore[no-untyped-def]
