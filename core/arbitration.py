@@ -94,6 +94,7 @@ def implicit_links(
         if r.memory.id in vectors and not updates.is_assistant(r.memory.text, r.memory.metadata)
     ]
     place = {r.memory.id: n for n, r in enumerate(ranked)}
+    unit = {r.memory.id: _unit(vectors[r.memory.id]) for r in items}
     for hi, lo in itertools.combinations(items, 2):  # hi ranks above lo
         old, new = hi.memory, lo.memory
         if (new.created_at, new.id) <= (old.created_at, old.id):
@@ -104,7 +105,7 @@ def implicit_links(
         r_old = reading(old.text)
         if not r_old.values:
             continue  # "About my pay.": it names a subject, it states no value
-        sim = _cosine(vectors[new.id], vectors[old.id])
+        sim = float(unit[new.id] @ unit[old.id])
         if (
             query and place[lo.memory.id] < p.answer_window
             and sim >= p.answer_similarity and lo.candidate.dense >= p.answer_relevance
@@ -122,11 +123,12 @@ def implicit_links(
     return out
 
 
-def _cosine(a: Vector, b: Vector) -> float:
-    x = np.asarray(a, dtype=np.float32)
-    y = np.asarray(b, dtype=np.float32)
-    n = float(np.linalg.norm(x)) * float(np.linalg.norm(y))
-    return float(x @ y) / n if n > 0 else 0.0
+def _unit(v: Vector) -> Vector:
+    """The vector at unit length (a zero vector stays zero): one norm per hit, so each
+    pair's cosine is one dot product."""
+    x = np.asarray(v, dtype=np.float32)
+    n = float(np.linalg.norm(x))
+    return x / n if n > 0 else x
 
 
 def _echoes(

@@ -31,6 +31,7 @@ ranks below the newer one at recall) or "supersedes" (the older one is retired, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -357,8 +358,10 @@ _SELF = frozenset(["i", "me", "my", "we", "our"])
 _SELF_SUBJECT = frozenset(["i", "we", "i'm", "we're", "i've", "we've", "i'd", "we'd"])
 
 
-def _about(seq: Sequence[str]) -> frozenset[str]:
-    """Who a text speaks of: the people it names, unless the speaker is its subject."""
+@functools.lru_cache(maxsize=16_384)
+def _about(seq: tuple[str, ...]) -> frozenset[str]:
+    """Who a text speaks of: the people it names, unless the speaker is its subject.
+    Remembered per text: recall compares the same hits pairwise, query after query."""
     people = _people(seq) - _SELF
     if not people or _SELF_SUBJECT & set(seq):
         return frozenset(["self"])
@@ -402,9 +405,11 @@ def _subject_contrast(new: Reading, old: Reading) -> str | None:
     return None
 
 
-def _qualifiers(seq: Sequence[str]) -> dict[str, set[str]]:
+@functools.lru_cache(maxsize=16_384)
+def _qualifiers(seq: tuple[str, ...]) -> Mapping[str, frozenset[str]]:
     """Content word -> the content words right before it ('travel' before 'budget').
-    A participle ('a corgi named Biscuit') is no head: what precedes it is a value."""
+    A participle ('a corgi named Biscuit') is no head: what precedes it is a value.
+    Remembered per text, like `_about`."""
     out: dict[str, set[str]] = {}
     for prev, word in itertools.pairwise(seq):
         if (
@@ -414,12 +419,13 @@ def _qualifiers(seq: Sequence[str]) -> dict[str, set[str]]:
         ):
             continue
         out.setdefault(word, set()).add(prev)
-    return out
+    return {w: frozenset(before) for w, before in out.items()}
 
 
 _AMOUNT = re.compile(r"\d+(?:\.\d+)?")
 
 
+@functools.lru_cache(maxsize=16_384)
 def _amount(value: str) -> float | None:
     m = _AMOUNT.search(value.replace(",", ""))
     if m is None:
