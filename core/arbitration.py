@@ -37,6 +37,7 @@ from .policy import Policy
 from .ports import Vector
 from .retrieval import Candidate, Ranked
 from .scoring import decay_score, final_score
+from .updates import reading
 
 # A newer version is placed just above the older one it replaces when its own score
 # would not be higher; this only orders two scores, it weighs nothing.
@@ -67,12 +68,6 @@ def asks_about_past(query: str) -> bool:
     if _PAST_ALONE.search(query):
         return True
     return _PAST_WORD.search(query) is not None and _PAST_TENSE.search(query) is not None
-
-
-@functools.lru_cache(maxsize=16_384)
-def reading(text: str) -> updates.Reading:
-    """`updates.read`, remembered per text (recall reads the same hits again and again)."""
-    return updates.read(text)
 
 
 def implicit_links(

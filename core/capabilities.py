@@ -27,6 +27,7 @@ from .ports import (
     HandsOutVectors,
     KeepsEmbeddings,
     KnowsCreatedTimes,
+    KnowsHashes,
     KnowsRecentWrites,
     PurgesLog,
     QueuesWrites,
@@ -63,6 +64,7 @@ PurgeLog = Callable[[str, Sequence[str]], int]
 CompactIndex = Callable[[str, float], int]
 LastWrite = Callable[[str], datetime | None]
 Together = Callable[[], AbstractContextManager[None]]
+StoredHashes = Callable[[str, Iterable[str]], set[str]]
 NewestActive = Callable[[str, int], list[Memory]]
 
 
@@ -87,6 +89,7 @@ class Capabilities:
     last_write: LastWrite | None = None  # KnowsRecentWrites (store)
     newest_active: NewestActive | None = None  # KnowsRecentWrites (store)
     together: Together | None = None  # BatchesWrites (store)
+    stored_hashes: StoredHashes | None = None  # KnowsHashes (store)
 
 
 def _has(obj: object, name: str) -> bool:
@@ -158,6 +161,9 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
     def together() -> AbstractContextManager[None]:
         return cast(BatchesWrites, store).together()
 
+    def stored_hashes(namespace: str, digests: Iterable[str]) -> set[str]:
+        return cast(KnowsHashes, store).stored_hashes(namespace, digests)
+
     return Capabilities(
         store_remote=bool(getattr(store, "remote", False)),
         index_remote=bool(getattr(vectors, "remote", False)),
@@ -176,4 +182,5 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
         last_write=last_write if recent else None,
         newest_active=newest_active if recent else None,
         together=together if _has(store, "together") else None,
+        stored_hashes=stored_hashes if _has(store, "stored_hashes") else None,
     )

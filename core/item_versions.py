@@ -46,7 +46,7 @@ def older_item(
     is a newer version of, with the signals that say so (verdict "outdates"), or None."""
     turn = ItemTurn(
         unit, content_hash(unit.text), when, updates.is_assistant(unit.text, unit.metadata),
-        updates.read(unit.text),
+        updates.reading(unit.text),
     )
     looked = versions.candidates(ns, turn, vec)
     if looked is None:
@@ -69,7 +69,7 @@ def older_item(
             or updates.is_assistant(m.text, m.metadata)
         ):
             continue
-        reading = updates.read(m.text)
+        reading = updates.reading(m.text)
         if not reading.values and len(reading.words) < 3:
             continue  # it names a subject, it states nothing
         signals = updates.judge(

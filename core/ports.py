@@ -321,6 +321,14 @@ class KnowsCreatedTimes(Protocol):
 
 
 @runtime_checkable
+class KnowsHashes(Protocol):
+    """Which of many texts are held already, in one read: bulk ingest embeds only the
+    others, without one round trip per text (SQLiteStore)."""
+
+    def stored_hashes(self, namespace: str, digests: Iterable[str]) -> set[str]: ...
+
+
+@runtime_checkable
 class BatchesWrites(Protocol):
     """Writes grouped in one transaction, each still atomic on its own (a savepoint), reads
     seeing the writes before them: bulk ingest commits a chunk once (SQLiteStore)."""

@@ -334,7 +334,7 @@ def validate_payload(
 
 
 def _values(text: str) -> set[str]:
-    return {v for vals in updates.read(text).values.values() for v in vals}
+    return {v for vals in updates.reading(text).values.values() for v in vals}
 
 
 def _plain(text: str) -> str:

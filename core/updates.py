@@ -208,6 +208,13 @@ def _label_contrast(new: Reading, old: Reading) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=16_384)
+def reading(text: str) -> Reading:
+    """`read`, remembered per text: recall compares the same hits query after query, and
+    the version search reads the same earlier texts for each newer one."""
+    return read(text)
+
+
 def read(text: str) -> Reading:
     """The values, content words and cue of one text (speaker prefix dropped)."""
     body = strip_speaker(text)

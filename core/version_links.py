@@ -161,7 +161,7 @@ class VersionLinks:
             else:
                 if updates.is_assistant(m.text, m.metadata):
                     continue
-                reading = updates.read(m.text)
+                reading = updates.reading(m.text)
             if not reading.values and len(reading.words) < 3:
                 continue  # "About my pay.": it names a subject, it states nothing
             own = neighbours.get(mid)

@@ -107,39 +107,62 @@ class WritePath:
         batch_size: int,
         progress: Callable[[int], None] | None,
     ) -> list[Memory]:
+        """Chunk by chunk: the texts not held yet are embedded (a repeat is not embedded
+        again), then the chunk is written, each text looked up once more inside its write
+        so a repeat in the same chunk folds into the memory written just before it."""
         ctx = self.ctx
         ns = ctx.namespace(namespace, index=False)  # a write: its vectors may stay queued
         prepared = [self.prepare(ns, _observation(it, n)) for n, it in enumerate(items, 1)]
         out: list[Memory] = []
         for i in range(0, len(prepared), batch_size):
             chunk = prepared[i : i + batch_size]
-            fresh = [p for p in chunk if ctx.store.find_by_hash(ns, p.digest) is None]
+            fresh = self._fresh(ns, chunk)
             embedded: Sequence[Vector] | Vector = (
                 ctx.embed([p.memory.text for p in fresh]) if fresh else []
             )
             vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
-            pending: list[tuple[Memory, Vector]] = []
-            restatus: list[Memory] = []
-            # a store that can commits the chunk's writes once (`BatchesWrites`), each
-            # write still atomic; the vectors are queued after it, outside
-            with ctx.caps.together() if ctx.caps.together is not None else nullcontext():
-                for p in chunk:
+            out += self._write_chunk(ns, chunk, vecs, progress)
+        return out
+
+    def _fresh(self, ns: str, chunk: Sequence[Prepared]) -> list[Prepared]:
+        """The chunk's texts not held yet (one read where the store can, `KnowsHashes`)."""
+        ctx = self.ctx
+        if ctx.caps.stored_hashes is not None:
+            held = ctx.caps.stored_hashes(ns, [p.digest for p in chunk])
+            return [p for p in chunk if p.digest not in held]
+        return [p for p in chunk if ctx.store.find_by_hash(ns, p.digest) is None]
+
+    def _write_chunk(
+        self,
+        ns: str,
+        chunk: Sequence[Prepared],
+        vecs: Mapping[int, Vector],
+        progress: Callable[[int], None] | None,
+    ) -> list[Memory]:
+        """One chunk's writes (a store that can commits them once, `BatchesWrites`, each
+        write still atomic); the vectors are queued after it, outside."""
+        ctx = self.ctx
+        out: list[Memory] = []
+        pending: list[tuple[Memory, Vector]] = []
+        restatus: list[Memory] = []
+        with ctx.caps.together() if ctx.caps.together is not None else nullcontext():
+            for p in chunk:
+                existing = ctx.store.find_by_hash(ns, p.digest)
+                if existing is not None:
+                    out.append(self._fold(ns, existing.id, p.source, p.when))
+                else:
                     vec = vecs.get(id(p))
-                    existing = ctx.store.find_by_hash(ns, p.digest) if vec is None else None
-                    if existing is not None:
-                        out.append(self._fold(ns, existing.id, p.source, p.when))
-                    else:
-                        if vec is None:  # its twin was forgotten since the chunk began
-                            vec = ctx.embed([p.memory.text])[0]
-                        stored, superseded, created = self._write_trace(ns, p, vec)
-                        out.append(stored)
-                        if created:
-                            pending.append((stored, vec))
-                        if superseded is not None:
-                            restatus.append(superseded)
-                    if progress is not None:
-                        progress(1)
-            vector_sync.index(ctx, ns, pending, restatus, behind=True)
+                    if vec is None:  # its twin was forgotten since the chunk began
+                        vec = ctx.embed([p.memory.text])[0]
+                    stored, superseded, created = self._write_trace(ns, p, vec)
+                    out.append(stored)
+                    if created:
+                        pending.append((stored, vec))
+                    if superseded is not None:
+                        restatus.append(superseded)
+                if progress is not None:
+                    progress(1)
+        vector_sync.index(ctx, ns, pending, restatus, behind=True)
         return out
 
     def prepare(self, ns: str, item: Observation) -> Prepared:

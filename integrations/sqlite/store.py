@@ -358,6 +358,26 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None else self._load(row[0])
 
+    def stored_hashes(self, namespace: str, digests: Iterable[str]) -> set[str]:
+        """The digests among `digests` that an active free-text memory holds (what
+        `find_by_hash` finds), in one read snapshot and without decoding a record. Not
+        part of the RecordStore port: bulk ingest asks it once per chunk (`KnowsHashes`)."""
+        ns = validate_namespace(namespace)
+        wanted = _unique(digests)
+        found: set[str] = set()
+        with self._reading(len(wanted)) as conn:
+            for chunk in chunks(wanted):
+                found.update(
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT content_hash FROM memories WHERE namespace = ? "
+                        f"AND content_hash IN ({marks(len(chunk))}) AND status = 'active' "
+                        "AND key IS NULL",
+                        (ns, *chunk),
+                    )
+                )
+        return found
+
     def find_by_key(self, namespace: str, key: str) -> list[Memory]:
         ns = validate_namespace(namespace)
         with self._read() as conn:

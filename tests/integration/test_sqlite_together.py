@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reverie.core import ConflictError
+from reverie.core import ConflictError, Kind, Status, Tier
 from reverie.core.ports import WriteBatch
+from reverie.core.text import content_hash
 from reverie.integrations.sqlite.store import SQLiteStore
 from tests.contract.conftest import make_memory
 
@@ -61,3 +62,24 @@ def test_one_burst_and_single_writes_search_alike(tmp_path: Path) -> None:
         many.commit(WriteBatch("ns", (ms[7].evolve(text="now about coffee"),)))
         for q in ("tea", "cat sea", "hill", "coffee", "note 7"):
             assert one.search("ns", q, 20) == many.search("ns", q, 20), q
+
+
+def test_stored_hashes_names_the_texts_find_by_hash_finds(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        held = make_memory(namespace="ns", text="green tea in Lisbon")
+        retired = make_memory(namespace="ns", text="a flat in Alfama", status=Status.SUPERSEDED)
+        fact = make_memory(
+            namespace="ns", text="user lives in Porto", kind=Kind.SEMANTIC, tier=Tier.UNIT,
+            key="semantic|user|lives in",
+        )
+        elsewhere = make_memory(namespace="other", text="the cat by the sea")
+        for m in (held, retired, fact, elsewhere):
+            store.commit(WriteBatch(m.namespace, (m,)))
+        texts = [held.text, retired.text, fact.text, elsewhere.text, "never said"]
+        digests = [content_hash(t.upper()) for t in texts]  # case does not make a text new
+        assert store.stored_hashes("ns", digests) == {digests[0]}
+        assert {d for d in digests if store.find_by_hash("ns", d) is not None} == {digests[0]}
+        assert store.stored_hashes("other", digests) == {digests[3]}
+        # more digests than one IN list holds
+        many = [content_hash(f"filler {i}") for i in range(2500)] + digests
+        assert store.stored_hashes("ns", many) == {digests[0]}

@@ -1,0 +1,105 @@
+"""`observe_many` on the embedded default with the real MiniLM model, chunk by chunk. What
+a user relies on: a repeat folds into the memory that holds its text wherever it falls
+(the same chunk, a later one, or a call before), a text already held is not embedded
+again, and an embedder that fails on a later chunk keeps the chunks written before it,
+as one-by-one writes would."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from reverie.core import InvalidVector, ManualClock
+from reverie.core.engine import Observation
+from reverie.core.ports import Vector
+from reverie.integrations import open_engine
+from reverie.integrations.embedders import LocalEmbedder
+
+pytestmark = pytest.mark.slow
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+
+class Recording:
+    """The real model, with every text it was asked to embed kept (and a call that
+    fails on demand)."""
+
+    def __init__(self, model: LocalEmbedder, fail_on_call: int | None = None) -> None:
+        self.model = model
+        self.asked: list[str] = []
+        self.calls = 0
+        self.fail_on_call = fail_on_call
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def dimension(self) -> int:
+        return self.model.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        with self._lock:
+            self.calls += 1
+            call = self.calls
+            self.asked += texts
+        vecs = self.model.embed(texts)
+        if call == self.fail_on_call:
+            vecs[0][0] = float("nan")  # the engine checks every vector it is given
+        return vecs
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalEmbedder:
+    return LocalEmbedder().load()
+
+
+def test_repeats_fold_across_and_within_chunks(model: LocalEmbedder, tmp_path: Path) -> None:
+    emb = Recording(model)
+    engine = open_engine(tmp_path / "home", embedder=emb, clock=ManualClock(T0))
+    held = engine.observe("I like green tea", source="before")
+    emb.asked.clear()
+    texts = [
+        "I like green tea",  # held before the call
+        "Bo lives in Oslo",
+        "We adopted a grey cat",
+        "bo lives in oslo",  # the chunk before holds it
+        "The garden needs rain",
+        "The garden needs rain.",  # the same chunk holds it
+    ]
+    out = engine.observe_many(
+        [Observation(t, source=f"s{i}") for i, t in enumerate(texts)], batch_size=2
+    )
+    engine.flush()
+    assert out[0].id == held.id and out[0].sources == {"before", "s0"}
+    assert out[3].id == out[1].id and out[3].sources == {"s1", "s3"}
+    assert out[5].id == out[4].id and out[5].sources == {"s4", "s5"}
+    assert engine.stats()["total"] == 4
+    assert engine.vectors.count(engine.default_namespace) == 4
+    # held before the call, or by a chunk written before: not embedded again; a second
+    # copy in one chunk is looked up before the chunk is written: embedded, unused
+    assert sorted(emb.asked) == sorted([texts[1], texts[2], texts[4], texts[5]])
+    hit = engine.recall("where does Bo live?", k=1)[0]
+    assert hit.id == out[1].id
+    engine.close()
+
+
+def test_an_embedder_failing_on_a_later_chunk_keeps_the_chunks_before(
+    model: LocalEmbedder, tmp_path: Path
+) -> None:
+    emb = Recording(model, fail_on_call=2)
+    engine = open_engine(tmp_path / "home", embedder=emb, clock=ManualClock(T0))
+    texts = ["the ferry leaves at nine", "Mia plays the cello", "rain all week", "a new bike"]
+    with pytest.raises(InvalidVector):
+        engine.observe_many([Observation(t) for t in texts], batch_size=2)
+    engine.flush()
+    ns = engine.default_namespace
+    kept = [m.text for m in engine.store.newest_active(ns, 10)]
+    assert sorted(kept) == sorted(texts[:2])
+    assert engine.stats()["total"] == 2
+    assert engine.vectors.count(engine.default_namespace) == 2
+    engine.close()
