@@ -108,8 +108,9 @@ class WritePath:
         progress: Callable[[int], None] | None,
     ) -> list[Memory]:
         """Chunk by chunk: the texts not held yet are embedded (a repeat is not embedded
-        again), then the chunk is written, each text looked up once more inside its write
-        so a repeat in the same chunk folds into the memory written just before it."""
+        again), then the chunk is written. A repeat inside one chunk folds into the memory
+        written just before it: looked up inside the chunk's transaction where the store
+        batches writes, else refused by the store's duplicate-text rule and folded."""
         ctx = self.ctx
         ns = ctx.namespace(namespace, index=False)  # a write: its vectors may stay queued
         prepared = [self.prepare(ns, _observation(it, n)) for n, it in enumerate(items, 1)]
@@ -145,13 +146,17 @@ class WritePath:
         out: list[Memory] = []
         pending: list[tuple[Memory, Vector]] = []
         restatus: list[Memory] = []
+        batched = ctx.caps.together is not None
         with ctx.caps.together() if ctx.caps.together is not None else nullcontext():
             for p in chunk:
-                existing = ctx.store.find_by_hash(ns, p.digest)
+                vec = vecs.get(id(p))
+                # inside a batched write the lookup reads the open transaction, no round
+                # trip; elsewhere only a text that was held when the chunk began is looked up
+                looked = batched or vec is None
+                existing = ctx.store.find_by_hash(ns, p.digest) if looked else None
                 if existing is not None:
                     out.append(self._fold(ns, existing.id, p.source, p.when))
                 else:
-                    vec = vecs.get(id(p))
                     if vec is None:  # its twin was forgotten since the chunk began
                         vec = ctx.embed([p.memory.text])[0]
                     stored, superseded, created = self._write_trace(ns, p, vec)

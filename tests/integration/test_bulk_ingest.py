@@ -1,4 +1,4 @@
-"""`observe_many` on the embedded default with the real MiniLM model, chunk by chunk. What
+"""`observe_many` on both tiers with the real MiniLM model, chunk by chunk. What
 a user relies on: a repeat folds into the memory that holds its text wherever it falls
 (the same chunk, a later one, or a call before), a text already held is not embedded
 again, and an embedder that fails on a later chunk keeps the chunks written before it,
@@ -7,6 +7,7 @@ as one-by-one writes would."""
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,9 +59,18 @@ def model() -> LocalEmbedder:
     return LocalEmbedder().load()
 
 
-def test_repeats_fold_across_and_within_chunks(model: LocalEmbedder, tmp_path: Path) -> None:
+@pytest.mark.parametrize("tier", ["embedded", "shared"])
+def test_repeats_fold_across_and_within_chunks(
+    tier: str, model: LocalEmbedder, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     emb = Recording(model)
-    engine = open_engine(tmp_path / "home", embedder=emb, clock=ManualClock(T0))
+    servers = (
+        {"store": request.getfixturevalue("redis_url"),
+         "vectors": request.getfixturevalue("chroma_server_url")}
+        if tier == "shared" else {}
+    )
+    engine = open_engine(tmp_path / "home", embedder=emb, clock=ManualClock(T0),
+                         namespace=f"bulk-{uuid.uuid4().hex[:10]}", **servers)
     held = engine.observe("I like green tea", source="before")
     emb.asked.clear()
     texts = [
@@ -85,6 +95,7 @@ def test_repeats_fold_across_and_within_chunks(model: LocalEmbedder, tmp_path: P
     assert sorted(emb.asked) == sorted([texts[1], texts[2], texts[4], texts[5]])
     hit = engine.recall("where does Bo live?", k=1)[0]
     assert hit.id == out[1].id
+    engine.forget_namespace(engine.default_namespace)
     engine.close()
 
 
