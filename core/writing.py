@@ -72,6 +72,13 @@ class Prepared:
     reading: updates.Reading
 
 
+def _phrase_entity(subject: str) -> frozenset[str]:
+    """A fact's subject as an entity, when any word of it is left once punctuation is gone
+    ("¡" names nothing, and an empty entity would tie unrelated facts together)."""
+    phrase = normalize_phrase(subject)
+    return frozenset([phrase]) if phrase else frozenset()
+
+
 def with_statement(text: str, fact: Fact, limit: int) -> str:
     """A fact's text: the caller's words, then the fact they state, in parentheses.
 
@@ -351,7 +358,7 @@ class WritePath:
                     else ctx.policy.funnel.initial_confidence_unit,
                     sources=frozenset({src}),
                     entities=extract_entities(f"{subject} {object}")
-                    | {normalize_phrase(subject)},
+                    | _phrase_entity(subject),
                     metadata=dict(metadata or {}),
                 )
             )

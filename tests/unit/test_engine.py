@@ -80,6 +80,15 @@ def test_three_sources_make_a_crystal_that_never_decays(engine: MemoryEngine) ->
     assert hits[0].id == u.id and hits[0].explanation.decay == pytest.approx(u.importance)
 
 
+def test_a_fact_whose_subject_is_only_punctuation_has_no_empty_entity(
+    engine: MemoryEngine,
+) -> None:
+    m = engine.remember("¡", "lives in", "Ana lives in Porto")
+    assert m.entities == {"ana", "porto"}
+    named = engine.remember("Ana's sister", "lives in", "Lisbon")
+    assert "ana s sister" in named.entities  # a subject with words stays an entity
+
+
 def test_confirm_and_pin(engine: MemoryEngine) -> None:
     m = engine.observe("My locker code is 4512", source="s")
     c = engine.confirm(m.id)
