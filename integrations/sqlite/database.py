@@ -125,11 +125,11 @@ class Database:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._validate(conn)  # before anything that writes
             if not self._memory:
-                # a new file hands the pages a deletion frees back to the file system
-                # (`free_pages`); an older one takes the mode at its next VACUUM
                 # a new file's pages hold 8 KiB: a record row with its kept embedding is
                 # ~2.4 KB, so a 4 KiB page fits one and leaves 40% of the table empty
                 conn.execute(f"PRAGMA page_size = {_PAGE_BYTES}")
+                # a new file hands the pages a deletion frees back to the file system
+                # (`free_pages`); an older one takes the mode at its next VACUUM
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
