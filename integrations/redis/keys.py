@@ -27,7 +27,7 @@ key (after the prefix)       type     holds
 {ns}:lex:stats               hash     docs, terms (document count and total length)
 {ns}:lex:log                 stream   ids whose postings changed, for workers' BM25 mirrors
                                       (redis.lexical_mirror), capped near LOG_MAX entries
-{ns}:emb                     hash     id -> base64 float32 embedding (kept_vectors), for
+{ns}:emb                     hash     id -> base64 embedding (kept_vectors: half precision), for
                                       recall's lexical-only candidates; deleted with the record
 {ns}:journal                 hash     consolidation fingerprint -> JSON entry
 {ns}:lock                    string   "<expires ms>|<token>|<holder>" with a PX expiry
