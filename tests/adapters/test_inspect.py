@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.selenium_manager import SeleniumManager
@@ -169,9 +170,24 @@ def _go(browser: webdriver.Chrome, element: WebElement, *, submit: bool = False)
     else:
         element.click()
     wait = WebDriverWait(browser, 30)
-    wait.until(expected_conditions.staleness_of(page), message="no next page within 30 s")
+    wait.until(lambda _: _replaced(page), message="no next page within 30 s")
     wait.until(expected_conditions.presence_of_element_located((By.TAG_NAME, "main")),
                message="the next page did not load within 30 s")
+
+
+def _replaced(element: WebElement) -> bool:
+    """Has the page holding `element` been replaced? chromedriver says so with a stale
+    reference, or, when it asks for the node while the next page is being attached, with
+    "Node with given id does not belong to the document"."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as e:
+        if "does not belong to the document" in str(e):
+            return True
+        raise
+    return False
 
 
 def _url(base: str, path: str, **params: str) -> str:
