@@ -17,12 +17,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from .capabilities import Together
 from .clock import utc
 from .commit import (
     ClusterStale,
@@ -334,6 +336,7 @@ class CycleDeps:
     vectors_of: VectorsOf  # embeddings of memories, for clustering
     index_nodes: IndexNodes  # bring the vector index in step after the records
     neighbors_of: NeighborsOf | None = None  # the index's approximate k-NN, if it has one
+    together: Together | None = None  # the store's grouped writes (`BatchesWrites`), if any
 
 
 def _outcome(
@@ -384,29 +387,34 @@ def _execute_plan(
     outcomes: list[ClusterOutcome] = []
     nodes: list[Memory] = []
     retired: list[Memory] = []
-    for n, c in enumerate(clusters, 1):
-        ids = [str(i) for i in c["members"]]
-        fp = str(c["fingerprint"])
-        payload = validate_payload(c["payload"])
-        syn = GroupSynthesis(
-            payload,
-            str(c["synthesizer"]),
-            int(c["attempts"]),
-            bool(c["fell_back"]),
-            None if c.get("reason") is None else str(c["reason"]),
-        )
-        try:
-            node, members = commit_cluster(
-                store, ns, ids, payload, now, hook, syn.synthesizer
-            )
-        except ClusterStale as e:
-            outcomes.append(_outcome(fp, ids, syn, False, str(e)))
-        else:
-            nodes.append(node)
-            retired.extend(members)
-            outcomes.append(_outcome(fp, ids, syn, True))
-        if progress is not None:
-            progress("commit", n, len(clusters))
+    step = deps.policy.maintenance.commit_batch_clusters if deps.together is not None else 1
+    for start in range(0, len(clusters), step):
+        # a batch in one transaction where the store groups writes; a crash inside it
+        # rolls the batch back whole, journal entries included, and resume redoes it
+        with deps.together() if deps.together is not None else nullcontext():
+            for n, c in enumerate(clusters[start : start + step], start + 1):
+                ids = [str(i) for i in c["members"]]
+                fp = str(c["fingerprint"])
+                payload = validate_payload(c["payload"])
+                syn = GroupSynthesis(
+                    payload,
+                    str(c["synthesizer"]),
+                    int(c["attempts"]),
+                    bool(c["fell_back"]),
+                    None if c.get("reason") is None else str(c["reason"]),
+                )
+                try:
+                    node, members = commit_cluster(
+                        store, ns, ids, payload, now, hook, syn.synthesizer
+                    )
+                except ClusterStale as e:
+                    outcomes.append(_outcome(fp, ids, syn, False, str(e)))
+                else:
+                    nodes.append(node)
+                    retired.extend(members)
+                    outcomes.append(_outcome(fp, ids, syn, True))
+                if progress is not None:
+                    progress("commit", n, len(clusters))
     if plan.get("state") != "indexed":
         store.journal_put(ns, PLAN_KEY, {**plan, "state": "indexing"})
         hook("plan:indexing")

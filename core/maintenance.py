@@ -116,6 +116,7 @@ class Maintenance:
             lambda ms: vector_sync.stored_or_embedded(ctx, ns, ms),
             index_nodes,
             neighbors_of if near is not None else None,
+            ctx.caps.together,
         )
         return run_cycle(
             deps,

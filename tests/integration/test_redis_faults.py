@@ -251,7 +251,14 @@ def test_repair_rebuilds_the_chroma_server_from_redis_records(tmp_path: Path) ->
             q: [(h.id, round(h.score, 6)) for h in engine.recall(q, k=4, reinforce=False)]
             for q in queries
         }
-        assert after == before
+        # the same hits in the same order; the rebuilt index holds the kept half-precision
+        # vectors, so a score may move in its fifth decimal
+        assert {q: [i for i, _ in hits] for q, hits in after.items()} == {
+            q: [i for i, _ in hits] for q, hits in before.items()
+        }
+        for q, hits in after.items():
+            for (_, a), (_, b) in zip(hits, before[q], strict=True):
+                assert a == pytest.approx(b, abs=1e-4)
         # the superseded fact's status made it back into the vector metadata too
         (old,) = [m for m in engine.history("user", "works at") if m.status is Status.SUPERSEDED]
         vec = embedder.embed([old.text])[0]

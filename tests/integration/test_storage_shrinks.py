@@ -136,10 +136,10 @@ def test_pages_freed_by_gc_go_back_to_the_file_system(tmp_path: Path) -> None:
             "in the cellar next to the old oak shelves",
             importance=0.5,
         )
-        for i in range(120)
+        for i in range(240)
     ]
     keep = engine.observe("the boiler was serviced in March", importance=0.5)
-    _consolidate(engine, many, "The boiler pressure was read 120 times in the cellar.")
+    _consolidate(engine, many, "The boiler pressure was read 240 times in the cellar.")
     engine.flush()
     db = Path(engine.store.path)
     engine.store.erase_residue()  # the WAL into the file: its size, before
@@ -147,12 +147,12 @@ def test_pages_freed_by_gc_go_back_to_the_file_system(tmp_path: Path) -> None:
     before_bytes = os.path.getsize(db)
     engine.clock.advance(days=120)  # type: ignore[attr-defined]
 
-    assert engine.gc().members_collected == 120
+    assert engine.gc().members_collected == 240
 
     pages, free = _pages(db)
     assert free == 0  # no page left on the free list: all handed back
-    # 120 rows of about 2 KB (record and kept embedding), a page each, left: over half
-    # the file
+    # 240 rows of about 1.6 KB (record and kept half-precision embedding) left: over
+    # half the file
     assert pages < before_pages / 2
     engine.close()
     assert os.path.getsize(db) < before_bytes / 2
