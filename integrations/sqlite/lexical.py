@@ -22,6 +22,7 @@ query's terms.
 
 from __future__ import annotations
 
+import bisect
 import math
 import sqlite3
 import sys
@@ -262,55 +263,102 @@ def _apply(
     conn: sqlite3.Connection, num: int, term: str, drops: set[int],
     adds: dict[int, tuple[int, int]],
 ) -> tuple[int, int]:
-    """Rewrite the blocks of (num, term) that the changes touch: the blocks from the one
-    holding the lowest changed seq to the highest. Appending past a full last block reads
-    nothing back. Returns how the term's document and block counts changed."""
-    keys = drops | adds.keys()
-    lo, hi = min(keys), max(keys)
-    head = conn.execute(
+    """Apply one (num, term)'s changes: the documents newer than every posting are
+    appended (the common write: a new memory), the rest rewrite only the blocks that hold
+    them, found one index seek each. Dropping documents spread over a long postings list
+    (a REM cycle retiring many members, the members' words shared by thousands of texts)
+    thus costs the blocks they sit in, not the list between the first and the last.
+    Returns how the term's document and block counts changed."""
+    head = _last_block(conn, num, term)
+    end = -1 if head is None else int(head[1])
+    tail = sorted((seq, v) for seq, v in adds.items() if seq > end)
+    inner = {seq: v for seq, v in adds.items() if seq <= end}
+    docs = blocks = 0
+    if drops or inner:
+        docs, blocks = _rewrite(conn, num, term, drops, inner)
+        if tail:
+            head = _last_block(conn, num, term)  # the rewrite may have changed it
+    if tail:
+        more_docs, more_blocks = _append(conn, num, term, head, tail)
+        docs, blocks = docs + more_docs, blocks + more_blocks
+    return docs, blocks
+
+
+def _last_block(conn: sqlite3.Connection, num: int, term: str) -> tuple[Any, ...] | None:
+    row: tuple[Any, ...] | None = conn.execute(
         "SELECT first_seq, last_seq, n, id, seqs, tfs, lens FROM lexical_postings "
-        "WHERE num = ? AND term = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
-        (num, term, lo),
+        "WHERE num = ? AND term = ? ORDER BY first_seq DESC LIMIT 1",
+        (num, term),
     ).fetchone()
-    if not drops and (head is None or head[1] < lo):
-        return _append(conn, num, term, head, sorted(adds.items()))
-    start = lo
-    if head is not None and not (head[1] < lo and head[2] >= BLOCK):
-        start = int(head[0])  # the block that may hold `lo`, or a last block with room
-    rows = conn.execute(
-        "SELECT id, seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ? "
-        "AND first_seq BETWEEN ? AND ?",
-        (num, term, start, hi),
-    ).fetchall()
-    seqs, tfs, lens = _blocks((s, t, n) for _, s, t, n in rows)
-    before = len(seqs)
-    if drops:
-        keep = ~np.isin(seqs, np.fromiter(drops, dtype=np.int64, count=len(drops)))
-        seqs, tfs, lens = seqs[keep], tfs[keep], lens[keep]
-    if adds:
-        new = sorted(adds.items())
-        add_seqs = np.asarray([s for s, _ in new], dtype=np.int64)
-        keep = ~np.isin(seqs, add_seqs)
-        seqs = np.concatenate([seqs[keep], add_seqs])
+    return row
+
+
+def _rewrite(
+    conn: sqlite3.Connection, num: int, term: str, drops: set[int],
+    adds: dict[int, tuple[int, int]],
+) -> tuple[int, int]:
+    """Rewrite the blocks that hold (or, for an add, would hold) a changed document: the
+    block of a seq is the one with the greatest first seq at or below it (the first block
+    for a seq below them all). A block left empty goes; one grown past `BLOCK` splits."""
+    keys = sorted(drops | adds.keys())
+    found: dict[int, tuple[Any, ...]] = {}  # first_seq -> (id, first_seq, seqs, tfs, lens)
+    covered = (1, 0)  # the seq range of the block found last
+    for seq in keys:
+        if covered[0] <= seq <= covered[1]:
+            continue
+        row = conn.execute(
+            "SELECT id, first_seq, seqs, tfs, lens, last_seq FROM lexical_postings "
+            "WHERE num = ? AND term = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
+            (num, term, seq),
+        ).fetchone()
+        if row is None:  # below every block: the first one takes it
+            row = conn.execute(
+                "SELECT id, first_seq, seqs, tfs, lens, last_seq FROM lexical_postings "
+                "WHERE num = ? AND term = ? ORDER BY first_seq LIMIT 1",
+                (num, term),
+            ).fetchone()
+            if row is None:
+                continue
+        found[int(row[1])] = row[:5]
+        covered = (int(row[1]), int(row[5]))
+    if not found:
+        return 0, 0
+    firsts = sorted(found)
+    mine: dict[int, list[int]] = {f: [] for f in firsts}
+    for seq in keys:
+        at = bisect.bisect_right(firsts, seq) - 1
+        mine[firsts[max(at, 0)]].append(seq)
+    docs = blocks = 0
+    gone: list[tuple[int]] = []
+    made: list[tuple[Any, ...]] = []
+    for first in firsts:
+        rid, _, s_raw, t_raw, n_raw = found[first]
+        seqs, tfs, lens = _blocks([(s_raw, t_raw, n_raw)])
+        changed = np.asarray(mine[first], dtype=np.int64)
+        keep = ~np.isin(seqs, changed)
+        new = [(seq, adds[seq]) for seq in mine[first] if seq in adds]
+        seqs = np.concatenate([seqs[keep], np.asarray([q for q, _ in new], dtype=np.int64)])
         tfs = np.concatenate([tfs[keep], np.asarray([v[0] for _, v in new], dtype=np.int64)])
         lens = np.concatenate([lens[keep], np.asarray([v[1] for _, v in new], dtype=np.int64)])
         order = np.argsort(seqs, kind="stable")
         seqs, tfs, lens = seqs[order], tfs[order], lens[order]
-    if rows:
-        conn.executemany("DELETE FROM lexical_postings WHERE id = ?", [(r[0],) for r in rows])
-    blocks = [
-        (num, term, int(seqs[i]), int(seqs[j - 1]), j - i,
-         seqs[i:j].astype(_SEQ).tobytes(), tfs[i:j].astype(_INT).tobytes(),
-         lens[i:j].astype(_INT).tobytes())
-        for i in range(0, len(seqs), BLOCK)
-        for j in (min(i + BLOCK, len(seqs)),)
-    ]
+        docs += len(seqs) - len(keep)
+        gone.append((rid,))
+        for i in range(0, len(seqs), BLOCK):
+            j = min(i + BLOCK, len(seqs))
+            made.append((
+                num, term, int(seqs[i]), int(seqs[j - 1]), j - i,
+                seqs[i:j].astype(_SEQ).tobytes(), tfs[i:j].astype(_INT).tobytes(),
+                lens[i:j].astype(_INT).tobytes(),
+            ))
+    conn.executemany("DELETE FROM lexical_postings WHERE id = ?", gone)
     conn.executemany(
         "INSERT INTO lexical_postings (num, term, first_seq, last_seq, n, seqs, tfs, lens) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        blocks,
+        made,
     )
-    return len(seqs) - before, len(blocks) - len(rows)
+    blocks = len(made) - len(gone)
+    return docs, blocks
 
 
 def _append(

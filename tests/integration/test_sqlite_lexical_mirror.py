@@ -144,6 +144,51 @@ def test_many_blocks_and_every_kind_of_change_rank_as_the_reference(tmp_path: Pa
                 assert [s for _, s in got] == [s for _, s in want], (q, k)
 
 
+def _tea_blocks(store: SQLiteStore) -> dict[int, tuple[int, int, int]]:
+    """Block row id -> (first seq, last seq, documents) of the term "tea", and the term's
+    counted documents and blocks must agree with the rows."""
+    conn = sqlite3.connect(store.path)
+    rows = conn.execute(
+        "SELECT id, first_seq, last_seq, n FROM lexical_postings WHERE term = 'tea'"
+    ).fetchall()
+    df, blocks = conn.execute("SELECT df, blocks FROM lexical_terms WHERE term = 'tea'").fetchone()
+    conn.close()
+    assert (df, blocks) == (sum(r[3] for r in rows), len(rows))
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def test_retiring_documents_spread_over_a_long_list_rewrites_only_their_blocks(
+    tmp_path: Path,
+) -> None:
+    """A REM cycle retires members scattered over a frequent word's postings and adds
+    its node at the end, in one transaction: the blocks holding no retired member are
+    left as they were (the same rows), and search still equals the reference."""
+    with SQLiteStore(tmp_path / "m.db") as store:
+        live = [make_memory(namespace="ns", text=f"tea note {i}") for i in range(2000)]
+        store.commit(WriteBatch("ns", tuple(live)))
+        before = _tea_blocks(store)
+        assert len(before) == 16  # 2,000 documents in blocks of 128
+        retired = [live[i] for i in (5, 700, 701, 1500)]  # in three blocks
+        node = make_memory(namespace="ns", text="tea summary of the notes")
+        store.commit(WriteBatch("ns", (node, *(m.evolve(status=Status.CONSOLIDATED)
+                                               for m in retired))))
+        after = _tea_blocks(store)
+        kept = {i: b for i, b in before.items() if i in after}
+        assert len(kept) == 16 - 3  # the three that held a retired one were rewritten
+        last = max(kept, key=lambda i: kept[i][0])  # ...and the last took the node
+        assert after[last][2] == kept[last][2] + 1
+        assert all(after[i] == b for i, b in kept.items() if i != last)
+        assert sum(n for _, _, n in after.values()) == 2000 - 4 + 1
+        for q, k in (("tea", 10), ("tea summary", 3), ("note", 60)):
+            got = [(h.id, h.score) for h in store.search("ns", q, k)]
+            assert got == expected(store, "ns", q, k)
+        # and back: the retired return, each into the block it left
+        store.commit(WriteBatch("ns", tuple(
+            store.get("ns", m.id).evolve(status=Status.ACTIVE) for m in retired)))
+        assert sum(n for _, _, n in _tea_blocks(store).values()) == 2000 + 1
+        assert [h.id for h in store.search("ns", "tea note 700", 1)] == [live[700].id]
+
+
 def _steps(store: SQLiteStore, query: str, k: int = 5) -> int:
     """SQLite virtual-machine steps one search takes (a count, not a time)."""
     steps = 0
