@@ -106,6 +106,8 @@ _COLOURS = (
     "beige|tan|cyan|khaki|cream|magenta|silver|gold|teal|navy|maroon|olive|turquoise|"
     "lavender|crimson|amber|coral|lilac|mint|burgundy|charcoal"
 )
+
+
 class _Words:
     """Matches whole ASCII words of a set, as `\b(?:w1|w2|...)\b` with IGNORECASE would,
     at a fraction of its cost: that alternation is tried at every position of a text."""
