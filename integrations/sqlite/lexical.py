@@ -328,7 +328,7 @@ def _rewrite(
     for seq in keys:
         at = bisect.bisect_right(firsts, seq) - 1
         mine[firsts[max(at, 0)]].append(seq)
-    docs = blocks = 0
+    docs = 0
     gone: list[tuple[int]] = []
     made: list[tuple[Any, ...]] = []
     for first in firsts:
@@ -357,8 +357,7 @@ def _rewrite(
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         made,
     )
-    blocks = len(made) - len(gone)
-    return docs, blocks
+    return docs, len(made) - len(gone)
 
 
 def _append(
