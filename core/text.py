@@ -159,6 +159,8 @@ _STEM_MIN, _STEM_MAX = 3, 64  # shorter or longer tokens pass through unstemmed 
 
 def _fold(text: str) -> str:
     """Casefold and drop diacritics ('Café' and 'cafe' are one term)."""
+    if text.isascii():
+        return text.lower()  # NFKD leaves ASCII as it is, and ASCII has no combining marks
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
