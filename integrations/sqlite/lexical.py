@@ -419,7 +419,8 @@ def _lookup(
     that reads fewer blocks, else the one block that may hold each document."""
     if len(want) >= blocks:
         seqs, tfs, lens = _blocks(conn.execute(
-            "SELECT seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ?",
+            "SELECT seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ? "
+            "ORDER BY first_seq",
             (num, term),
         ))
     else:
@@ -439,7 +440,15 @@ def _lookup(
                 seen[int(row[0])] = (row[2], row[3], row[4])
             covered = max(covered, int(row[1]))
         seqs, tfs, lens = _blocks(seen.values())
-    hit = np.isin(seqs, want)
+    # both ascend (blocks in seq order, `want` sorted): each wanted document is looked up
+    # by bisection, where a set test would hash every posting of the term
+    if not len(seqs):
+        return seqs, tfs, lens
+    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():  # a file written otherwise
+        mask = np.isin(seqs, want)
+        return seqs[mask], tfs[mask], lens[mask]
+    at = np.minimum(np.searchsorted(seqs, want), len(seqs) - 1)
+    hit = at[seqs[at] == want]
     return seqs[hit], tfs[hit], lens[hit]
 
 
