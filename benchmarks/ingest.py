@@ -2,8 +2,9 @@
 real MiniLM model, against `embed()` alone on the same texts in the same batches, measured
 in one run, alternating batch by batch (the bare model on a batch, then the engine
 ingesting that batch until its vectors are written, then the next batch), so the machine's
-drift falls on both alike. The ratio is what the rest of the write path (validation, duplicate and
-version checks, the SQLite commit, the Chroma write behind) costs on top of the model.
+drift falls on both alike. The ratio is what the rest of the write path (validation,
+duplicate and version checks, the SQLite commit, the Chroma write behind) costs on top of
+the model.
 Also: the same ingest with a free embedder (precomputed vectors), memories per second.
 
 Run: python benchmarks/ingest.py [--conversations 2] [--rounds 2]

@@ -125,8 +125,8 @@ class Database:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._validate(conn)  # before anything that writes
             if not self._memory:
-                # a new file's pages hold 8 KiB: a record row with its kept embedding is
-                # ~2.4 KB, so a 4 KiB page fits one and leaves 40% of the table empty
+                # a new file's pages hold 8 KiB: a record row with its kept (half-precision)
+                # embedding is ~1.6 KB, so a 4 KiB page fits two and leaves a fifth empty
                 conn.execute(f"PRAGMA page_size = {_PAGE_BYTES}")
                 # a new file hands the pages a deletion frees back to the file system
                 # (`free_pages`); an older one takes the mode at its next VACUUM

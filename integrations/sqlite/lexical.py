@@ -293,6 +293,29 @@ def _last_block(conn: sqlite3.Connection, num: int, term: str) -> tuple[Any, ...
     return row
 
 
+def _holding(
+    conn: sqlite3.Connection, num: int, term: str, seqs: Iterable[int]
+) -> dict[int, tuple[Any, ...]]:
+    """first seq -> (row id, seqs, tfs, lens) of the blocks that hold, or would hold, the
+    ascending `seqs`: for each, the block with the greatest first seq at or below it, one
+    index seek per block (a seq below every block has none here)."""
+    found: dict[int, tuple[Any, ...]] = {}
+    covered = -1  # the last seq the blocks found so far may hold
+    for seq in seqs:
+        if seq <= covered:
+            continue
+        row = conn.execute(
+            "SELECT first_seq, last_seq, id, seqs, tfs, lens FROM lexical_postings "
+            "WHERE num = ? AND term = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
+            (num, term, seq),
+        ).fetchone()
+        if row is None:
+            continue
+        found.setdefault(int(row[0]), row[2:])
+        covered = max(covered, int(row[1]))
+    return found
+
+
 def _rewrite(
     conn: sqlite3.Connection, num: int, term: str, drops: set[int],
     adds: dict[int, tuple[int, int]],
@@ -301,28 +324,16 @@ def _rewrite(
     block of a seq is the one with the greatest first seq at or below it (the first block
     for a seq below them all). A block left empty goes; one grown past `BLOCK` splits."""
     keys = sorted(drops | adds.keys())
-    found: dict[int, tuple[Any, ...]] = {}  # first_seq -> (id, first_seq, seqs, tfs, lens)
-    covered = (1, 0)  # the seq range of the block found last
-    for seq in keys:
-        if covered[0] <= seq <= covered[1]:
-            continue
+    found = _holding(conn, num, term, keys)
+    if not found or keys[0] < min(found):  # below every block: the first one takes it
         row = conn.execute(
-            "SELECT id, first_seq, seqs, tfs, lens, last_seq FROM lexical_postings "
-            "WHERE num = ? AND term = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
-            (num, term, seq),
+            "SELECT first_seq, id, seqs, tfs, lens FROM lexical_postings "
+            "WHERE num = ? AND term = ? ORDER BY first_seq LIMIT 1",
+            (num, term),
         ).fetchone()
-        if row is None:  # below every block: the first one takes it
-            row = conn.execute(
-                "SELECT id, first_seq, seqs, tfs, lens, last_seq FROM lexical_postings "
-                "WHERE num = ? AND term = ? ORDER BY first_seq LIMIT 1",
-                (num, term),
-            ).fetchone()
-            if row is None:
-                continue
-        found[int(row[1])] = row[:5]
-        covered = (int(row[1]), int(row[5]))
-    if not found:
-        return 0, 0
+        if row is None:
+            return 0, 0
+        found[int(row[0])] = row[1:]
     firsts = sorted(found)
     mine: dict[int, list[int]] = {f: [] for f in firsts}
     for seq in keys:
@@ -332,7 +343,7 @@ def _rewrite(
     gone: list[tuple[int]] = []
     made: list[tuple[Any, ...]] = []
     for first in firsts:
-        rid, _, s_raw, t_raw, n_raw = found[first]
+        rid, s_raw, t_raw, n_raw = found[first]
         seqs, tfs, lens = _blocks([(s_raw, t_raw, n_raw)])
         changed = np.asarray(mine[first], dtype=np.int64)
         keep = ~np.isin(seqs, changed)
@@ -424,22 +435,8 @@ def _lookup(
             (num, term),
         ))
     else:
-        seen: dict[int, tuple[bytes, bytes, bytes]] = {}
-        covered = -1  # the last seq the blocks read so far may hold
-        for s in want.tolist():
-            if s <= covered:
-                continue
-            row = conn.execute(
-                "SELECT first_seq, last_seq, seqs, tfs, lens FROM lexical_postings "
-                "WHERE num = ? AND term = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1",
-                (num, term, s),
-            ).fetchone()
-            if row is None:
-                continue
-            if row[0] not in seen:
-                seen[int(row[0])] = (row[2], row[3], row[4])
-            covered = max(covered, int(row[1]))
-        seqs, tfs, lens = _blocks(seen.values())
+        held = _holding(conn, num, term, want.tolist())
+        seqs, tfs, lens = _blocks(row[1:] for row in held.values())
     # both ascend (blocks in seq order, `want` sorted): each wanted document is looked up
     # by bisection, where a set test would hash every posting of the term
     if not len(seqs):
