@@ -106,7 +106,7 @@ def open_engine(
     store: RecordStore | str | os.PathLike[str] | None = None,
     vectors: VectorIndex | str | os.PathLike[str] | None = None,
     embedder: Embedder | None = None,
-    policy: Policy = DEFAULT_POLICY,
+    policy: Policy | None = None,
     clock: Clock | None = None,
     namespace: str = "default",
     check_embedder: bool = True,
@@ -119,11 +119,16 @@ def open_engine(
     model, only so that `repair(reembed=True)` can re-embed it. `outbox` tunes (or, with
     `enabled=False`, turns off) the vector outbox a Redis store and a Chroma server share
     (`shared_outbox`). `vectors_token` is the token of a Chroma server behind one (also
-    from the URL, http://:TOKEN@host:port, or $REVERIE_CHROMA_TOKEN); it is never shown."""
+    from the URL, http://:TOKEN@host:port, or $REVERIE_CHROMA_TOKEN); it is never shown.
+    With no `policy`, the default one, with recall's fusion weight set for the local
+    embedding model when that is the embedder (a given policy is used as it is)."""
     base = Path(home).expanduser() if home is not None else default_data_dir()
     store = store if store is not None else os.environ.get(ENV_STORE)
     vectors = vectors if vectors is not None else os.environ.get(ENV_VECTORS)
-    deadlines = getattr(policy, "deadlines", DEFAULT_POLICY.deadlines)  # engine checks policy
+    deadlines = (
+        DEFAULT_POLICY.deadlines if policy is None
+        else getattr(policy, "deadlines", DEFAULT_POLICY.deadlines)  # engine checks policy
+    )
     rs = store if _is_store(store) else open_store(store, base, deadlines)  # type: ignore[arg-type]
     if not isinstance(rs, LexicalIndex):
         raise InvalidInput(f"{type(rs).__name__} has no lexical index (BM25) to recall with")
@@ -133,10 +138,14 @@ def open_engine(
             else open_vectors(vectors, base, vectors_token, deadlines)  # type: ignore[arg-type]
         )
         vi = shared_outbox(rs, vi, outbox)
-        if embedder is None:
-            from reverie.integrations.embedders import LocalEmbedder
+        from reverie.integrations.embedders import LocalEmbedder
 
+        if embedder is None:
             embedder = LocalEmbedder()
+        if policy is None:
+            policy = DEFAULT_POLICY
+            if isinstance(embedder, LocalEmbedder):
+                policy = policy.replace(dense_weight=embedder.dense_weight)
         from reverie.integrations.tokens import tiktoken_counter
 
         return MemoryEngine(

@@ -83,6 +83,7 @@ class Settings:
     vectors: str | None
     namespace: str
     vectors_token: str | None = None
+    model: str | None = None
 
 
 def _settings(ctx: typer.Context) -> Settings:
@@ -101,7 +102,7 @@ def _open(ctx: typer.Context, *, model: bool, check_embedder: bool = True) -> Me
     quiet_model_loading()
     from reverie.integrations.embedders import LocalEmbedder
 
-    embedder = LocalEmbedder()  # loads the model at its first use...
+    embedder = LocalEmbedder(model=s.model)  # loads the model at its first use...
     if model:
         with err.status("Loading the embedding model..."):
             embedder.load()  # ...or now, for commands that embed
@@ -278,9 +279,17 @@ def _global(
             help="Token of a Chroma server behind one (default: $REVERIE_CHROMA_TOKEN).",
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Embedding model: all-MiniLM-L6-v2, or all-mpnet-base-v2 with the 'mpnet' "
+            "extra (default: $REVERIE_EMBEDDING_MODEL, else all-MiniLM-L6-v2).",
+        ),
+    ] = None,
 ) -> None:
     """Long-term memory for LLM agents that forgets on purpose."""
-    ctx.obj = Settings(home, store, vectors, namespace, vectors_token)
+    ctx.obj = Settings(home, store, vectors, namespace, vectors_token, model)
 
 
 @app.command()
