@@ -123,3 +123,20 @@ def test_the_cli_refuses_an_unknown_model(tmp_path: Path) -> None:
                                  "alice", "city", "Lisbon"])
     assert r.exit_code == 2
     assert "unknown embedding model 'nope'" in r.output
+
+
+@pytest.mark.slow
+def test_the_cli_moves_a_store_to_mpnet(tmp_path: Path, mpnet: LocalEmbedder) -> None:
+    home = tmp_path / "home"
+    with open_engine(home, embedder=LocalEmbedder(model="all-MiniLM-L6-v2")) as engine:
+        engine.observe("Our standup moved to 9:30 on Mondays.")
+    runner = CliRunner()
+    refused = runner.invoke(app, ["--home", str(home), "--model", MPNET, "recall", "standup"])
+    assert refused.exit_code == 2
+    assert "reembed" in refused.output
+    moved = runner.invoke(app, ["--home", str(home), "--model", MPNET, "repair", "--reembed"])
+    assert moved.exit_code == 0, moved.output
+    found = runner.invoke(app, ["--home", str(home), "--model", MPNET, "recall",
+                                "When is the standup?"])
+    assert found.exit_code == 0, found.output
+    assert "9:30" in found.output
