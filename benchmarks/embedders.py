@@ -4,8 +4,8 @@ and what it costs in embedding speed and disk.
 For each model (all-MiniLM-L6-v2, the default; all-mpnet-base-v2, the `mpnet` extra):
 - the bare model's speed on LoCoMo turns (batch 64, the texts embedded in the same order);
 - LoCoMo turn-level retrieval (`locomo.run`): dense cosine and reverie at several fusion
-  weights (`Policy.retrieval.dense_weight`), on the tuning and the reporting half; the
-  weight a model ships with (`ModelSpec.dense_weight`) is the best on the tuning half;
+  weights (`Policy.retrieval.dense_weight`), on the tuning and the reporting half (the
+  weight each model ships with, `ModelSpec.dense_weight`, says why it was chosen);
 - the knowledge-update scenarios (`knowledge_updates.run_scenarios`, both seeded splits)
   with the model's shipped weight: top-1 current, current in the top 3, stale above
   current, false supersessions;
