@@ -108,15 +108,19 @@ def measure(model: str, weights: Sequence[float], conversations: int | None = No
         "locomo_ingest_turns_per_s": loco["ingest_turns_per_second"],
         "locomo_recall_p50_ms": loco["recall_p50_ms"],
         "locomo_conversations": loco["conversations"],
-        "locomo": {h: {name: {"r10": t["overall"]["recall@10"], "all10": t["overall"]["all@10"],
-                              "multi_all10": next(v["all@10"] for c, v in t.items()
-                                                  if c.endswith("multi-hop"))}
-                       for name, t in tables.items()}
-                   for h, tables in loco["halves"].items()},
+        "locomo": {h: {name: _summary(t) for name, t in tables.items()}
+                   for h, tables in [*loco["halves"].items(), ("all", loco["tables"])]},
         "knowledge_updates": splits,
         "venv_bytes": _bytes_of(PACKAGES[model]),
         "cache_bytes": _dir_bytes(cache[0]) if cache else 0,
     }
+
+
+def _summary(table: dict[str, Any]) -> dict[str, float]:
+    """R@10, all@10 and multi-hop all@10 of one system's LoCoMo table."""
+    return {"r10": table["overall"]["recall@10"], "all10": table["overall"]["all@10"],
+            "multi_all10": next(v["all@10"] for c, v in table.items()
+                                if c.endswith("multi-hop"))}
 
 
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -141,17 +145,18 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r['cache_bytes'] / 1e6:.0f} | {r['shipped_dense_weight']:g} |"
         )
     lines += ["", "## LoCoMo R@10 / all@10 / multi-hop all@10, by fusion weight", "",
-              "| model | system | tune | report |", "|---|---|---|---|"]
+              "| model | system | tune | report | all conversations |", "|---|---|---|---|---|"]
     for r in rows:
         for name in r["locomo"]["tune"]:
             if name == "bm25":
                 continue
             cells = [
                 f"{r['locomo'][h][name]['r10']:.3f} / {r['locomo'][h][name]['all10']:.3f} / "
-                f"{r['locomo'][h][name]['multi_all10']:.3f}" for h in ("tune", "report")
+                f"{r['locomo'][h][name]['multi_all10']:.3f}"
+                for h in ("tune", "report", "all")
             ]
             shipped = " (shipped)" if name == f"w={r['shipped_dense_weight']:g}" else ""
-            lines.append(f"| {r['model']} | {name}{shipped} | {cells[0]} | {cells[1]} |")
+            lines.append(f"| {r['model']} | {name}{shipped} | " + " | ".join(cells) + " |")
     lines += ["", "## Knowledge updates (reverie, shipped weight)", "",
               "| model | split | top-1 current | current in top 3 | stale above current | "
               "false supersessions | dense top-1 |", "|---|---|---|---|---|---|---|"]
