@@ -136,11 +136,13 @@ def entities_of(text: str) -> frozenset[str]:
 
 
 def embed(texts: list[str]) -> np.ndarray:
-    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+    from reverie.integrations.embedders import LocalEmbedder, default_model
+
+    # the model is part of the key: $REVERIE_EMBEDDING_MODEL chooses it
+    key = hashlib.sha256("\n".join([default_model(), *texts]).encode()).hexdigest()[:16]
     cache = RESULTS / f"clustering_embeddings_{key}.tmp"  # *.tmp is git-ignored
     if cache.exists():
         return np.asarray(np.load(cache), dtype=np.float32)
-    from reverie.integrations.embedders import LocalEmbedder
 
     t0 = time.perf_counter()
     vecs = np.asarray(LocalEmbedder().load().embed(texts), dtype=np.float32)

@@ -91,11 +91,13 @@ def load_texts(source: str) -> list[str]:
 
 
 def embed_cached(texts: Sequence[str]) -> np.ndarray:
-    """MiniLM embeddings of `texts`, cached by content in the temp directory."""
-    from reverie.integrations.embedders import MODEL_NAME, LocalEmbedder
+    """The local model's embeddings of `texts` (MiniLM unless $REVERIE_EMBEDDING_MODEL
+    says otherwise), cached by model and content in the temp directory."""
+    from reverie.integrations.embedders import LocalEmbedder, default_model
 
-    digest = hashlib.sha256(("\n".join(texts) + MODEL_NAME).encode()).hexdigest()[:16]
-    cache = Path(tempfile.gettempdir()) / "reverie-bench" / f"{MODEL_NAME}-{digest}.npy"
+    model = default_model()
+    digest = hashlib.sha256(("\n".join(texts) + model).encode()).hexdigest()[:16]
+    cache = Path(tempfile.gettempdir()) / "reverie-bench" / f"{model}-{digest}.npy"
     if cache.exists():
         return np.load(cache)
     t0 = time.perf_counter()
