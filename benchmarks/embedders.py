@@ -7,12 +7,16 @@ For each model (all-MiniLM-L6-v2, the default; all-mpnet-base-v2, the `mpnet` ex
   weights (`Policy.retrieval.dense_weight`), on the tuning and the reporting half (the
   weight each model ships with, `ModelSpec.dense_weight`, says why it was chosen);
 - the knowledge-update scenarios (`knowledge_updates.run_scenarios`, both seeded splits)
-  with the model's shipped weight: top-1 current, current in the top 3, stale above
+  with the model's shipped numbers: top-1 current, current in the top 3, stale above
   current, false supersessions;
+- consolidation's clustering (union-find, the default strategy) on the COCO caption
+  groups of `clustering.py`: B-cubed precision, recall and F1 at the default numbers, at
+  the model's shipped ones, and the best F1 at precision >= 0.8 over that script's sweep;
 - install size: the model's packages in the venv, and its files unpacked in the cache.
 
 Run: python benchmarks/embedders.py [--weights 0.5 0.6 0.7 0.8] [--models NAME ...]
          [--out benchmarks/results]
+     python benchmarks/embedders.py --clustering-only   (refreshes that section alone)
 Writes embedders.{md,json}.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
 from common import MemoEmbedder
 from locomo_data import DATA, ROOT, load
 
@@ -81,12 +87,13 @@ def measure(model: str, weights: Sequence[float], conversations: int | None = No
     extra = {f"w={w:g}": {"dense_weight": w} for w in weights}
     loco = locomo.run(conversations, Path(tempfile.gettempdir()), [], extra=extra, write=False,
                       embedder=embedder)
+    shipped = Policy().replace(**inner.policy_changes)
 
     splits: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         clock = ManualClock()
         engine = open_engine(Path(tmp), embedder=embedder, clock=clock,
-                             policy=Policy(dense_weight=spec.dense_weight))
+                             policy=shipped)
         try:
             for split in ("tune", "report"):
                 print(f"[{model}] knowledge updates, {split}", file=sys.stderr)
@@ -103,7 +110,8 @@ def measure(model: str, weights: Sequence[float], conversations: int | None = No
     return {
         "model": model,
         "dimension": spec.dimension,
-        "shipped_dense_weight": spec.dense_weight,
+        "shipped_dense_weight": shipped.retrieval.dense_weight,
+        "shipped_changes": inner.policy_changes,
         "bare_texts_per_s": bare,
         "locomo_ingest_turns_per_s": loco["ingest_turns_per_second"],
         "locomo_recall_p50_ms": loco["recall_p50_ms"],
@@ -113,6 +121,53 @@ def measure(model: str, weights: Sequence[float], conversations: int | None = No
         "knowledge_updates": splits,
         "venv_bytes": _bytes_of(PACKAGES[model]),
         "cache_bytes": _dir_bytes(cache[0]) if cache else 0,
+        "clustering": clustering_quality(model),
+    }
+
+
+def clustering_quality(model: str, groups: int = 400) -> dict[str, Any]:
+    """Union-find's B-cubed scores on `clustering.py`'s caption groups embedded with
+    `model`: at the default numbers, at the model's shipped ones, and the best F1 at that
+    script's precision floor over its sweep."""
+    import clustering
+
+    from reverie.core.policy import Policy
+    from reverie.integrations.embedders import ENV_MODEL, LocalEmbedder
+
+    before = os.environ.get(ENV_MODEL)
+    os.environ[ENV_MODEL] = model  # clustering.embed embeds with the environment's model
+    try:
+        texts, labels = clustering.load_groups(groups)
+        vecs = clustering.embed(texts)
+    finally:
+        if before is None:
+            os.environ.pop(ENV_MODEL, None)
+        else:
+            os.environ[ENV_MODEL] = before
+    from reverie.core.clustering import ClusterInput, make_clusterer
+
+    items = ClusterInput([f"c{i:05d}" for i in range(len(texts))], vecs,
+                         np.asarray([clustering.importance_of(t) for t in texts]),
+                         [clustering.entities_of(t) for t in texts])
+
+    def score(policy: Policy) -> dict[str, float]:
+        found = make_clusterer("union-find", policy)(items, policy)
+        return dict(clustering.bcubed(found, labels))
+
+    keys = ("cluster_theta", "cluster_medoid_theta", "cluster_entity_theta")
+    sweep = [(params, score(Policy().replace(**params)))
+             for strategy, params in clustering.sweep_configs() if strategy == "union-find"]
+    ok = [(p, r) for p, r in sweep if r["precision"] >= clustering.PRECISION_FLOOR]
+    best_params, best = max(ok, key=lambda pr: pr[1]["f1"])
+    shipped = Policy().replace(**LocalEmbedder(model=model).policy_changes)
+    return {
+        "texts": len(texts),
+        "default": score(Policy()),
+        "shipped": score(shipped),
+        "shipped_params": {k: getattr(shipped.maintenance, k) for k in keys},
+        "best": best,
+        "best_params": best_params,
+        "precision_floor": clustering.PRECISION_FLOOR,
     }
 
 
@@ -131,7 +186,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "conversations, every turn "
         "observed at its session's time, categories 1-4, k=10; tune = conversations 1, 3, "
         "..., report = 2, 4, .... Knowledge updates: the generated scenarios of "
-        "`knowledge_updates.py` (both seeded splits), with the model's shipped fusion weight. "
+        "`knowledge_updates.py` (both seeded splits), with the model's shipped numbers. "
         "Ingest: `observe_many` on LoCoMo, embedding included.",
         "",
         "| model | dim | bare model texts/s | LoCoMo ingest turns/s | venv MB | cache MB | "
@@ -157,7 +212,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             ]
             shipped = " (shipped)" if name == f"w={r['shipped_dense_weight']:g}" else ""
             lines.append(f"| {r['model']} | {name}{shipped} | " + " | ".join(cells) + " |")
-    lines += ["", "## Knowledge updates (reverie, shipped weight)", "",
+    lines += ["", "## Knowledge updates (reverie, shipped numbers)", "",
               "| model | split | top-1 current | current in top 3 | stale above current | "
               "false supersessions | dense top-1 |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -168,6 +223,22 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"{u['stale_above']:.3f} | {s['false_supersession_rate']:.3f} | "
                 f"{d['top1']:.3f} |"
             )
+    lines += ["", "## Consolidation's clustering (union-find, COCO caption groups)", "",
+              "B-cubed precision / recall / F1.", "",
+              "| model | default numbers | shipped numbers | best F1 at precision >= floor |",
+              "|---|---|---|---|"]
+    for r in rows:
+        c = r["clustering"]
+
+        def cell(x: dict[str, float]) -> str:
+            return f"{x['precision']:.3f} / {x['recall']:.3f} / {x['f1']:.3f}"
+
+        best = ", ".join(f"{k.removeprefix('cluster_')} {v:g}"
+                         for k, v in c["best_params"].items())
+        shipped = ", ".join(f"{k.removeprefix('cluster_')} {v:g}"
+                            for k, v in c["shipped_params"].items())
+        lines.append(f"| {r['model']} | {cell(c['default'])} | {cell(c['shipped'])} "
+                     f"({shipped}) | {cell(c['best'])} ({best}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -179,11 +250,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--conversations", type=int, default=None, help="LoCoMo conversations")
     ap.add_argument("--limit", type=int, default=None, help="scenarios per split")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--clustering-only", action="store_true",
+                    help="measure only the clustering section again, into the kept result")
     args = ap.parse_args(argv)
-    rows = [measure(m, args.weights, args.conversations, args.limit) for m in args.models]
-    meta = {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "machine": "2 cores, CPU only",
-            "python": platform.python_version(),
-            "conversations": rows[0]["locomo_conversations"]}
+    if args.clustering_only:
+        kept = json.loads((args.out / "embedders.json").read_text())
+        rows = kept.pop("rows")
+        meta = kept
+        from reverie.integrations.embedders import LocalEmbedder
+
+        for r in rows:
+            r["shipped_changes"] = LocalEmbedder(model=r["model"]).policy_changes
+            r["clustering"] = clustering_quality(r["model"])
+    else:
+        rows = [measure(m, args.weights, args.conversations, args.limit) for m in args.models]
+        meta = {"date": datetime.now(UTC).strftime("%Y-%m-%d"),
+                "machine": "2 cores, CPU only", "python": platform.python_version(),
+                "conversations": rows[0]["locomo_conversations"]}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "embedders.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
     text = render(rows, meta)

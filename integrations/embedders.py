@@ -119,10 +119,11 @@ class LocalEmbedder:
         return self._spec.dimension
 
     @property
-    def dense_weight(self) -> float:
-        """The fusion weight recall ranks best with on this model's cosines;
-        `open_engine` uses it when given no policy."""
-        return self._spec.dense_weight
+    def policy_changes(self) -> dict[str, float]:
+        """The `Policy` numbers this model's cosines want other than the defaults (recall's
+        fusion weight, consolidation's clustering bars); `open_engine` applies them when
+        given no policy."""
+        return dict(self._spec.tuned)
 
     def embed(self, texts: Sequence[str]) -> Vector:
         """Embed `texts` in order: shape (len(texts), dimension), rows of unit length."""

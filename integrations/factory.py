@@ -120,8 +120,9 @@ def open_engine(
     `enabled=False`, turns off) the vector outbox a Redis store and a Chroma server share
     (`shared_outbox`). `vectors_token` is the token of a Chroma server behind one (also
     from the URL, http://:TOKEN@host:port, or $REVERIE_CHROMA_TOKEN); it is never shown.
-    With no `policy`, the default one, with recall's fusion weight set for the local
-    embedding model when that is the embedder (a given policy is used as it is)."""
+    With no `policy`, the default one, with the numbers the local embedding model wants
+    (`LocalEmbedder.policy_changes`) when that is the embedder; a given policy is used as
+    it is."""
     base = Path(home).expanduser() if home is not None else default_data_dir()
     store = store if store is not None else os.environ.get(ENV_STORE)
     vectors = vectors if vectors is not None else os.environ.get(ENV_VECTORS)
@@ -145,7 +146,7 @@ def open_engine(
         if policy is None:
             policy = DEFAULT_POLICY
             if isinstance(embedder, LocalEmbedder):
-                policy = policy.replace(dense_weight=embedder.dense_weight)
+                policy = policy.replace(**embedder.policy_changes)
         from reverie.integrations.tokens import tiktoken_counter
 
         return MemoryEngine(

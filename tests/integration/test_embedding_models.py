@@ -87,12 +87,16 @@ def test_the_environment_chooses_the_model() -> None:
 
 
 @pytest.mark.slow
-def test_open_engine_ranks_with_the_models_fusion_weight(
+def test_open_engine_uses_the_numbers_the_model_wants(
     tmp_path: Path, mpnet: LocalEmbedder
 ) -> None:
     with open_engine(tmp_path / "a", embedder=mpnet) as engine:
-        assert engine.policy.retrieval.dense_weight == 0.7
-        assert engine.policy.replace(dense_weight=0.5) == Policy()
+        p = engine.policy
+        assert p.retrieval.dense_weight == 0.7
+        assert (p.maintenance.cluster_theta, p.maintenance.cluster_entity_theta) == (0.74, 1.0)
+        # nothing else moves from the defaults
+        assert p.replace(dense_weight=0.5, cluster_theta=0.78,
+                         cluster_entity_theta=0.7) == Policy()
     given = Policy(dense_weight=0.4)
     with open_engine(tmp_path / "b", embedder=mpnet, policy=given) as engine:
         assert engine.policy == given  # a policy the caller gives is used as it is
