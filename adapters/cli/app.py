@@ -330,8 +330,12 @@ def demo(
     s = _settings(ctx)
     # The demo's closing hint says `reverie demo --home DIR`: the options work on either side.
     s = Settings(
-        home_here or s.home, s.store, s.vectors, namespace_here or s.namespace, s.vectors_token
+        home_here or s.home, s.store, s.vectors, namespace_here or s.namespace, s.vectors_token,
+        s.model,
     )
+    from reverie.integrations.embedders import LocalEmbedder
+
+    embedder = LocalEmbedder(model=s.model)  # --model, else $REVERIE_EMBEDDING_MODEL
     if s.home is not None:
         home = s.home.expanduser()
         home.mkdir(parents=True, exist_ok=True)
@@ -340,7 +344,7 @@ def demo(
         run_demo(
             out, home, transcript, namespace=s.namespace,
             store=s.store or str(home / "memory.db"),
-            vectors=s.vectors or str(home / "vectors"),
+            vectors=s.vectors or str(home / "vectors"), embedder=embedder,
         )
         return
     with tempfile.TemporaryDirectory(prefix="reverie-demo-", ignore_cleanup_errors=True) as tmp:
@@ -348,7 +352,7 @@ def demo(
         run_demo(
             out, home, transcript, namespace=s.namespace,
             store=s.store or str(home / "memory.db"),
-            vectors=s.vectors or str(home / "vectors"),
+            vectors=s.vectors or str(home / "vectors"), embedder=embedder,
         )
 
 

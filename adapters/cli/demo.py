@@ -267,7 +267,11 @@ def run_demo(
     quiet_model_loading()
     clock = ManualClock(min(plan["last_at"].values(), default=None))
     t0 = time.perf_counter()
-    with console.status("Loading the embedding model (all-MiniLM-L6-v2, offline)..."):
+    if embedder is None:
+        from reverie.integrations.embedders import LocalEmbedder
+
+        embedder = LocalEmbedder()
+    with console.status(f"Loading the embedding model ({embedder.name}, offline)..."):
         engine = open_engine(
             home, store=store, vectors=vectors, embedder=embedder, clock=clock,
             namespace=namespace,

@@ -144,3 +144,11 @@ def test_the_cli_moves_a_store_to_mpnet(tmp_path: Path, mpnet: LocalEmbedder) ->
                                 "When is the standup?"])
     assert found.exit_code == 0, found.output
     assert "9:30" in found.output
+
+
+@pytest.mark.slow
+def test_the_demo_runs_on_the_model_the_cli_names(mpnet: LocalEmbedder) -> None:
+    r = CliRunner().invoke(app, ["--model", MPNET, "demo"], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    # the explanation shows mpnet's fusion weight, which only its policy numbers give
+    assert "0.70 x dense" in r.output
