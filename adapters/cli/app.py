@@ -1181,7 +1181,7 @@ def inspect(
         raise typer.BadParameter("give --store or --redis, not both", param_hint="--redis")
     s = _settings(ctx)
     ctx.obj = Settings(home_here or s.home, redis or store_here or s.store, s.vectors,
-                       s.namespace, s.vectors_token)
+                       s.namespace, s.vectors_token, s.model)
 
     def ready(url: str) -> None:
         mode = "changes allowed" if allow_changes else "read-only"

@@ -5,9 +5,12 @@ store moved from one model to the other."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import urllib.parse
+import urllib.request
 from importlib import metadata
 from pathlib import Path
 
@@ -152,3 +155,27 @@ def test_the_demo_runs_on_the_model_the_cli_names(mpnet: LocalEmbedder) -> None:
     assert r.exit_code == 0, r.output
     # the explanation shows mpnet's fusion weight, which only its policy numbers give
     assert "0.70 x dense" in r.output
+
+
+@pytest.mark.slow
+def test_the_inspector_opens_a_store_built_with_mpnet(
+    tmp_path: Path, mpnet: LocalEmbedder
+) -> None:
+    home = tmp_path / "home"
+    with open_engine(home, embedder=mpnet) as engine:
+        engine.observe("The cello lessons moved to Thursday evenings.")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from reverie.adapters.cli import main; main()",
+         "--home", str(home), "--model", MPNET, "inspect", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()  # blocks until the server listens
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", line), (line, proc.poll())
+        url = line + "memories?" + urllib.parse.urlencode({"ns": "default"})
+        with urllib.request.urlopen(url) as r:
+            assert "cello lessons" in r.read().decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
