@@ -135,17 +135,19 @@ def entities_of(text: str) -> frozenset[str]:
     return frozenset(w for w in words if len(w) >= 4 and w not in _STOP)
 
 
-def embed(texts: list[str]) -> np.ndarray:
+def embed(texts: list[str], model: str | None = None) -> np.ndarray:
+    """`texts` embedded by the local `model` (default: $REVERIE_EMBEDDING_MODEL, else
+    MiniLM), cached by model and content."""
     from reverie.integrations.embedders import LocalEmbedder, default_model
 
-    # the model is part of the key: $REVERIE_EMBEDDING_MODEL chooses it
-    key = hashlib.sha256("\n".join([default_model(), *texts]).encode()).hexdigest()[:16]
+    model = model or default_model()
+    key = hashlib.sha256("\n".join([model, *texts]).encode()).hexdigest()[:16]
     cache = RESULTS / f"clustering_embeddings_{key}.tmp"  # *.tmp is git-ignored
     if cache.exists():
         return np.asarray(np.load(cache), dtype=np.float32)
 
     t0 = time.perf_counter()
-    vecs = np.asarray(LocalEmbedder().load().embed(texts), dtype=np.float32)
+    vecs = np.asarray(LocalEmbedder(model=model).load().embed(texts), dtype=np.float32)
     print(f"embedded {len(texts)} texts in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     with cache.open("wb") as f:
         np.save(f, vecs)
@@ -212,15 +214,23 @@ def sweep_configs() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def quality(n_groups: int) -> dict[str, Any]:
-    from reverie.core.clustering import ClusterInput, make_clusterer
-    from reverie.core.policy import Policy
+def caption_input(n_groups: int, model: str | None = None) -> tuple[Any, list[int]]:
+    """The caption groups as the clusterers take them (a `ClusterInput`: ids, `model`'s
+    vectors, importances, content words as entities), and each caption's gold group."""
+    from reverie.core.clustering import ClusterInput
 
     texts, labels = load_groups(n_groups)
-    vecs = embed(texts)
+    vecs = embed(texts, model)
     imp = np.asarray([importance_of(t) for t in texts])
     ents = [entities_of(t) for t in texts]
-    items = ClusterInput([f"c{i:05d}" for i in range(len(texts))], vecs, imp, ents)
+    return ClusterInput([f"c{i:05d}" for i in range(len(texts))], vecs, imp, ents), labels
+
+
+def quality(n_groups: int) -> dict[str, Any]:
+    from reverie.core.clustering import make_clusterer
+    from reverie.core.policy import Policy
+
+    items, labels = caption_input(n_groups)
     rows: list[dict[str, Any]] = []
     for strategy, params in sweep_configs():
         policy = Policy().replace(**params)
@@ -228,7 +238,7 @@ def quality(n_groups: int) -> dict[str, Any]:
         groups = make_clusterer(strategy, policy)(items, policy)
         secs = time.perf_counter() - t0
         plain = bcubed(groups, labels)
-        weighted = bcubed(groups, labels, imp)
+        weighted = bcubed(groups, labels, items.importance)
         row = {
             "strategy": strategy,
             "params": params,
@@ -247,7 +257,7 @@ def quality(n_groups: int) -> dict[str, Any]:
             f"{secs:.2f}s",
             file=sys.stderr,
         )
-    return {"texts": len(texts), "groups": n_groups, "rows": rows}
+    return {"texts": len(items.ids), "groups": n_groups, "rows": rows}
 
 
 def claim(rows: list[dict[str, Any]]) -> dict[str, Any]:

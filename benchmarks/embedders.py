@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import tempfile
@@ -36,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import numpy as np
 from common import MemoEmbedder
 from locomo_data import DATA, ROOT, load
 
@@ -51,8 +49,9 @@ SPEED_TEXTS = 2000
 def _bytes_of(dists: Sequence[str]) -> int:
     total = 0
     for name in dists:
-        for f in metadata.distribution(name).files or ():
-            p = Path(str(metadata.distribution(name).locate_file(f)))
+        dist = metadata.distribution(name)
+        for f in dist.files or ():
+            p = Path(str(dist.locate_file(f)))
             if p.is_file():
                 total += p.stat().st_size
     return total
@@ -131,42 +130,29 @@ def clustering_quality(model: str, groups: int = 400) -> dict[str, Any]:
     script's precision floor over its sweep."""
     import clustering
 
+    from reverie.core.clustering import make_clusterer
     from reverie.core.policy import Policy
-    from reverie.integrations.embedders import ENV_MODEL, LocalEmbedder
+    from reverie.integrations.embedders import LocalEmbedder
 
-    before = os.environ.get(ENV_MODEL)
-    os.environ[ENV_MODEL] = model  # clustering.embed embeds with the environment's model
-    try:
-        texts, labels = clustering.load_groups(groups)
-        vecs = clustering.embed(texts)
-    finally:
-        if before is None:
-            os.environ.pop(ENV_MODEL, None)
-        else:
-            os.environ[ENV_MODEL] = before
-    from reverie.core.clustering import ClusterInput, make_clusterer
-
-    items = ClusterInput([f"c{i:05d}" for i in range(len(texts))], vecs,
-                         np.asarray([clustering.importance_of(t) for t in texts]),
-                         [clustering.entities_of(t) for t in texts])
+    items, labels = clustering.caption_input(groups, model)
 
     def score(policy: Policy) -> dict[str, float]:
         found = make_clusterer("union-find", policy)(items, policy)
         return dict(clustering.bcubed(found, labels))
 
     keys = ("cluster_theta", "cluster_medoid_theta", "cluster_entity_theta")
-    sweep = [(params, score(Policy().replace(**params)))
+    sweep = [{"strategy": strategy, "params": params, **score(Policy().replace(**params))}
              for strategy, params in clustering.sweep_configs() if strategy == "union-find"]
-    ok = [(p, r) for p, r in sweep if r["precision"] >= clustering.PRECISION_FLOOR]
-    best_params, best = max(ok, key=lambda pr: pr[1]["f1"])
+    best = clustering.chosen(sweep, "union-find")
+    assert best is not None, "no union-find setting reaches the precision floor"
     shipped = Policy().replace(**LocalEmbedder(model=model).policy_changes)
     return {
-        "texts": len(texts),
+        "texts": len(items.ids),
         "default": score(Policy()),
         "shipped": score(shipped),
         "shipped_params": {k: getattr(shipped.maintenance, k) for k in keys},
-        "best": best,
-        "best_params": best_params,
+        "best": {k: best[k] for k in ("precision", "recall", "f1")},
+        "best_params": best["params"],
         "precision_floor": clustering.PRECISION_FLOOR,
     }
 

@@ -12,18 +12,16 @@ seconds, so it is loaded once per process, model and device and shared by every
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections.abc import Sequence
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reverie.core.errors import InvalidInput, MissingExtra
 from reverie.core.ports import Vector
-from reverie.integrations.model_files import MINILM, MODELS, ModelSpec, model_dir
+from reverie.integrations.model_files import MINILM, MODELS, ModelSpec, installed, model_dir
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -31,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["LocalEmbedder", "default_model"]
 
 MODEL_NAME = MINILM.name  # the default model
-MODEL_DIMENSION = MINILM.dimension
 ENV_MODEL = "REVERIE_EMBEDDING_MODEL"
 DEFAULT_BATCH_SIZE = 64  # texts per model call: bounds memory, keeps the CPU busy
 
@@ -86,9 +83,7 @@ class LocalEmbedder:
             raise InvalidInput(
                 f"unknown embedding model {name!r}; choose one of {', '.join(MODELS)}"
             )
-        if not all(importlib.util.find_spec(m) for m in spec.modules) or not all(
-            _installed(d) for d in spec.parts
-        ):
+        if not installed(spec):
             raise MissingExtra(f"the embedding model {spec.name}", spec.extra)
         self._spec = spec
         self._device = device
@@ -147,11 +142,3 @@ class LocalEmbedder:
 
     def __repr__(self) -> str:
         return f"LocalEmbedder({self._spec.name!r}, device={self._device!r})"
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        metadata.distribution(distribution)
-    except metadata.PackageNotFoundError:
-        return False
-    return True

@@ -11,7 +11,9 @@ half-written model that the next load would take for whole.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import importlib.util
 import io
 import os
 import shutil
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from reverie.core.errors import BackendUnavailable, MissingExtra
 
-__all__ = ["MODELS", "JoinedParts", "ModelSpec", "model_dir", "unpack_split_zip"]
+__all__ = ["MODELS", "JoinedParts", "ModelSpec", "installed", "model_dir", "unpack_split_zip"]
 
 ENV_MODEL_CACHE = "REVERIE_MODEL_CACHE"
 
@@ -97,7 +99,7 @@ class JoinedParts(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         done = 0
         while done < len(view) and self._pos < self._size:
-            i = max(j for j, s in enumerate(self._starts) if s <= self._pos)
+            i = bisect.bisect_right(self._starts, self._pos) - 1  # the part holding _pos
             f = self._files[i]
             f.seek(self._pos - self._starts[i])
             n = f.readinto(view[done : done + min(len(view) - done,
@@ -112,6 +114,18 @@ class JoinedParts(io.RawIOBase):
         for f in self._files:
             f.close()
         super().close()
+
+
+def installed(spec: ModelSpec) -> bool:
+    """Whether `spec`'s extra is installed: its modules importable, its parts present."""
+    try:
+        if not all(importlib.util.find_spec(m) for m in spec.modules):
+            return False
+        for dist_name in spec.parts:
+            metadata.distribution(dist_name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def _part_paths(spec: ModelSpec) -> list[Path]:

@@ -22,8 +22,7 @@ from reverie.adapters.cli.app import app
 from reverie.core import Policy
 from reverie.core.errors import DimensionMismatch, InvalidInput, MissingExtra
 from reverie.core.ports import Embedder
-from reverie.integrations import embedders as embedders_module
-from reverie.integrations import open_engine
+from reverie.integrations import model_files, open_engine
 from reverie.integrations.embedders import LocalEmbedder
 
 MPNET = "all-mpnet-base-v2"
@@ -72,7 +71,7 @@ def test_a_missing_part_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
             raise metadata.PackageNotFoundError(name)
         return real(name)
 
-    monkeypatch.setattr(embedders_module.metadata, "distribution", without_part_3)
+    monkeypatch.setattr(model_files.metadata, "distribution", without_part_3)
     with pytest.raises(MissingExtra, match=r"pip install 'reverie\[mpnet\]'"):
         LocalEmbedder(model=MPNET)
 
