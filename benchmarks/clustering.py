@@ -31,7 +31,6 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -426,7 +425,7 @@ def write(report: dict[str, Any]) -> None:
     lines = [
         "# Clustering strategies (REM cycle)",
         "",
-        f"Measured {report['when']} on {report['machine']}; `python benchmarks/clustering.py`.",
+        f"Measured on {report['machine']}; `python benchmarks/clustering.py`.",
         "",
         f"## Quality: COCO captions, {q['texts']} texts in {q['groups']} gold groups "
         f"(seed {SEED}), MiniLM embeddings",
@@ -646,7 +645,6 @@ def hnsw_compare(n_groups: int) -> dict[str, Any]:
         finally:
             index.close()
     report = {
-        "when": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": (
             f"{platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}"
         ),
@@ -678,7 +676,6 @@ def main() -> None:
         return
     q = quality(args.groups)
     report: dict[str, Any] = {
-        "when": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": (
             f"{platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}"
         ),

@@ -178,7 +178,6 @@ def main() -> None:
         fit = float(np.polyfit(np.log(ns), np.log([rows[n]["seconds"] for n in ns]), 1)[0])
         print(f"fitted exponent over all sizes: {fit:.2f}")
     meta = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(),
         "vectors": f"synthetic, {DIM}-d, precomputed (no model time)",
@@ -195,7 +194,7 @@ def main() -> None:
     lines = [
         "# Consolidation speed (one REM cycle, extractive synthesizer)",
         "",
-        f"Measured {meta['date']} on {meta['machine']}, Python {meta['python']}; "
+        f"Measured on {meta['machine']}, Python {meta['python']}; "
         f"{meta['store']}; vectors {meta['vectors']}; k-NN for clustering: {meta['knn']}. "
         "LLM time excluded by design. "
         "Setup (filling the store) is not timed.",

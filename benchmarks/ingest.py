@@ -112,13 +112,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     row["ratio_median"] = float(np.median(row["ratio_per_round"]))
     meta = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, CPU only",
         "loadavg_start": load_start,
         "loadavg_end": os.getloadavg()[0],
     }
     md = "\n".join([
-        f"# Bulk ingest against the bare embedder, {meta['date']}",
+        "# Bulk ingest against the bare embedder",
         "",
         f"Machine: {meta['machine']}. {n:,} turns of {args.conversations} LoCoMo "
         f"conversations, each observed at its session's time; all-MiniLM-L6-v2 on CPU, "

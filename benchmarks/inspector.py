@@ -189,7 +189,7 @@ def report(results: dict[str, Any]) -> str:
         "# Inspector page loads",
         "",
         f"`python benchmarks/inspector.py --sizes {' '.join(map(str, sizes))} "
-        f"--requests {results['requests']}` on {results['machine']}, {results['date']}.",
+        f"--requests {results['requests']}` on {results['machine']}.",
         "",
         "One namespace per size (SQLite + embedded Chroma, a hashed bag-of-words embedder),",
         f"texts spread over a year plus {FACTS} facts changed twice; the client's time per",
@@ -244,7 +244,6 @@ def main() -> None:
         "requests": args.requests,
         "machine": f"{platform.machine()}, {platform.python_implementation()} "
                    f"{platform.python_version()}",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "by_size": {},
     }
     for size in args.sizes:

@@ -23,7 +23,6 @@ import platform
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +100,6 @@ def main() -> None:
             "n_log_n": math.log(b["n"] * math.log(b["n"]) / (a["n"] * math.log(a["n"]))) / lr,
         })
     meta = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "load_average": os.getloadavg(),
     }
@@ -112,7 +110,7 @@ def main() -> None:
     lines = [
         "# REM k-NN: exact vs HNSW neighbours (ChromaIndex.neighbors)",
         "",
-        f"Measured {meta['date']} on {meta['machine']} (load average at the end "
+        f"Measured on {meta['machine']} (load average at the end "
         f"{meta['load_average'][0]:.1f}: the machine is shared); synthetic 384-d vectors "
         "(benchmarks/consolidation_speed.py), all flagged; default policy (k 8, over-fetch "
         "4, union-find bar 0.7); embedded Chroma, DEFAULT_HNSW (ef_search 200). Filling "

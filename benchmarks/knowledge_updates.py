@@ -476,7 +476,7 @@ def _cell(s: str | None, width: int = 160) -> str:
 
 def render(r: dict[str, Any]) -> str:
     L = [
-        f"# Knowledge updates through free text, {r['date']}, {r['machine']}",
+        f"# Knowledge updates through free text, {r['machine']}",
         "",
         "What it measures: an agent logs conversation with `observe(text)`; when a fact "
         "changes, does recall put the current value first, and does anything valid get "
@@ -690,7 +690,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     log("seeds: " + ", ".join(f"{s}={SEEDS[s]}" for s in splits))
     embedder = MemoEmbedder(LocalEmbedder())
     result: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": "2 cores, CPU only",
         "python": platform.python_version(),
         "seeds": {s: SEEDS[s] for s in splits},

@@ -182,7 +182,7 @@ def measure(size: int, n_queries: int, embedder: MemoEmbedder, tmp: Path) -> dic
 
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
-        f"# Latency, embedded default (SQLite + embedded Chroma), {meta['date']}",
+        "# Latency, embedded default (SQLite + embedded Chroma)",
         "",
         f"Machine: {meta['machine']}. {meta['queries']} recall queries per size, k=10, "
         f"{ROUNDS} rounds; recall excludes the query embedding; raw Chroma = an unfiltered "
@@ -238,7 +238,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [measure(n, args.queries, embedder, Path(tmp)) for n in args.sizes]
     meta = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, CPU only",
         "queries": args.queries,
         "loadavg_start": load_start,

@@ -593,7 +593,7 @@ def _throughput_mode(
 def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     if not rows:  # a throughput-only run
         return "\n".join([
-            f"# Observe throughput, shared tier (Redis + Chroma server), {meta['date']}",
+            "# Observe throughput, shared tier (Redis + Chroma server)",
             "",
             f"Machine: {meta['machine']}; redis-server {meta['redis_version']}, chromadb "
             f"{meta['chromadb']}; 1-minute load average "
@@ -607,7 +607,7 @@ def render(rows: list[dict[str, Any]], tput: list[dict[str, Any]], meta: dict[st
             *[line for note in meta.get("notes", []) for line in ("", note)],
         ]) + "\n"
     lines = [
-        f"# Latency, embedded default vs shared tier (Redis + Chroma server), {meta['date']}",
+        "# Latency, embedded default vs shared tier (Redis + Chroma server)",
         "",
         f"Machine: {meta['machine']}; redis-server {meta['redis_version']}, chromadb "
         f"{meta['chromadb']}; 1-minute load average {meta['load_average_1m_before_after'][0]:.1f}"
@@ -817,7 +817,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     tput: list[dict[str, Any]] = []
     meta: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, CPU only, {platform.python_version()}",
         "queries": args.queries,
         "redis_version": _redis_version(),

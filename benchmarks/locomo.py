@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +131,6 @@ def run(
             if any(s.recall for s in tables.values())
         },
         "machine": "2 cores, CPU only",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     if write:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -148,7 +147,7 @@ def split_of(index: int) -> str:
 
 def render(r: dict[str, Any]) -> str:
     lines = [
-        f"# LoCoMo retrieval (LLM-free), {r['date']}, {r['machine']}",
+        f"# LoCoMo retrieval (LLM-free), {r['machine']}",
         "",
         f"{r['conversations']} conversations, {r['turns']} turns, {r['questions']} questions "
         f"(categories 1-4 with evidence). Ingest: {r['ingest_turns_per_second']:.1f} turns/s "

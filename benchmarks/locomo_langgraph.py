@@ -23,7 +23,7 @@ import json
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +140,6 @@ def run_langgraph(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
         "tables": {s: sc.table() for s, sc in scores.items()},
         "overhead": overhead,
         "machine": "2 cores, CPU only",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "locomo_langgraph.json").write_text(json.dumps(result, indent=2))
@@ -152,7 +151,7 @@ def run_langgraph(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
 
 def render(r: dict[str, Any]) -> str:
     lines = [
-        f"# LoCoMo through LangGraph / LangChain, {r['date']}, {r['machine']}",
+        f"# LoCoMo through LangGraph / LangChain, {r['machine']}",
         "",
         f"{r['conversations']} conversations, {r['turns']} turns, {r['questions']} questions "
         "(categories 1-4 with evidence). Same process, same MiniLM vectors for every system.",

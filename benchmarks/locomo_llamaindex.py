@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -234,7 +234,6 @@ def run(n_conversations: int | None, out_dir: Path) -> dict[str, Any]:
         },
         "identical_rankings": {k: v / questions_total for k, v in same_as_engine.items()},
         "machine": "2 cores, CPU only",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "locomo_llamaindex.json").write_text(json.dumps(result, indent=2))
@@ -248,7 +247,7 @@ def render(r: dict[str, Any]) -> str:
     o = r["overhead"]
     med, mean = r["latency_ms_median"], r["latency_ms_mean"]
     lines = [
-        f"# LoCoMo through LlamaIndex, {r['date']}, {r['machine']}",
+        f"# LoCoMo through LlamaIndex, {r['machine']}",
         "",
         f"{r['conversations']} conversations, {r['turns']} turns, {r['questions']} questions "
         "(categories 1-4 with evidence). One process, one embedder (all-MiniLM-L6-v2) for "

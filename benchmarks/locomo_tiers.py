@@ -48,8 +48,7 @@ def run_tiers(n_conversations: int | None, out_dir: Path, variants: Sequence[str
     summary = {"tiers": results, "redis_minus_sqlite": delta, "max_abs_delta": worst,
                "within_0_01": worst <= 0.01}
     lines = [
-        f"# LoCoMo on the SQLite tier vs the Redis tier, {results['sqlite']['date']}, "
-        f"{results['sqlite']['machine']}",
+        f"# LoCoMo on the SQLite tier vs the Redis tier, {results['sqlite']['machine']}",
         "",
         f"{results['sqlite']['conversations']} conversations, {results['sqlite']['turns']} "
         f"turns, {results['sqlite']['questions']} questions. "

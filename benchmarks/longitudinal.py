@@ -595,40 +595,6 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def _before(previous: dict[str, Any] | None) -> list[str]:
-    """The earlier result this one replaces, in a few lines (its own stream and code)."""
-    if previous is None:
-        return []
-    meta, res = previous["meta"], previous["results"]
-    un, mt = res["uncompressed"], res["maintained"]
-    # the ingest then: the uncompressed run's whole time, as the earlier report took it
-    ingest = un.get("ingest_seconds", un["seconds"])
-    return [
-        "",
-        f"Before (the result this one replaces: measured {meta['date']}, "
-        f"{meta['memories_written']} memories, seed {meta['seed']}"
-        + ("" if "free_text_mentions" in meta else ", no free-text facts in the stream") + "):",
-        "",
-        "| at the end | uncompressed | maintained |",
-        "|---|---:|---:|",
-        f"| active memories | {un['monthly'][-1]['active']} | {mt['monthly'][-1]['active']} "
-        f"({mt['monthly'][-1]['active'] / un['monthly'][-1]['active']:.1%}) |",
-        f"| records kept | {un['counts']['total']} | {mt['counts']['total']} "
-        f"({mt['counts']['total'] / un['counts']['total']:.1%}) |",
-        f"| current value in top 5 (changed facts) | "
-        f"{un['eval']['current_value_in_top5']:.2f} | {mt['eval']['current_value_in_top5']:.2f} |",
-        *([f"| bytes on disk | {un['monthly'][-1]['bytes']['total'] / 1e6:.1f} MB | "
-           f"{mt['monthly'][-1]['bytes']['total'] / 1e6:.1f} MB "
-           f"({previous['bytes_ratio']:.1%}) |"] if "bytes_ratio" in previous else []),
-        *([f"| maintenance / ingest, model time on both sides | | "
-           f"{previous['maintenance_over_ingest']:.2f}x |"]
-          if "maintenance_over_ingest" in previous else
-          [f"| maintenance / ingest (model time in maintenance only) | | "
-           f"{mt['maintenance_seconds']:.0f} s / {ingest:.0f} s = "
-           f"{mt['maintenance_seconds'] / ingest:.2f}x |"]),
-    ]
-
-
 def _groups(tables: dict[str, int]) -> dict[str, int]:
     """A SQLite file's tables and indexes summed into what they are for."""
     def kind(name: str) -> str:
@@ -729,17 +695,11 @@ def main() -> None:
     parser.add_argument("--embedding-cache", type=Path, default=None,
                         help="a pickle of the model's vectors for the stream's texts, read if "
                         "present and written after (saves the model time when iterating)")
-    parser.add_argument("--previous", type=Path, default=None,
-                        help="an earlier longitudinal.json to show as 'before' (default: the "
-                        "one in --out, read before it is replaced)")
     parser.add_argument("--render", type=Path, default=None,
                         help="only write md/png/json again from this saved longitudinal.json")
     args = parser.parse_args()
-    prev_path = args.previous or (None if args.render else args.out / "longitudinal.json")
-    previous = (json.loads(prev_path.read_text())
-                if prev_path is not None and prev_path.exists() else None)
     if args.render is not None:
-        render(json.loads(args.render.read_text()), args.out, previous)
+        render(json.loads(args.render.read_text()), args.out)
         return
     from reverie.integrations.embedders import LocalEmbedder
 
@@ -786,7 +746,6 @@ def main() -> None:
         profiler.dump_stats(str(args.profile))
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     meta = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "load_average": os.getloadavg(),
         "python": platform.python_version(),
@@ -801,10 +760,10 @@ def main() -> None:
            "change_days": {FACTS[k].predicate: v for k, v in stream.change_day.items()},
            "free_change_days": {FREE_FACTS[k].name: v
                                 for k, v in stream.free_change_days.items()}}
-    render(raw, args.out, previous)
+    render(raw, args.out)
 
 
-def render(raw: dict[str, Any], out_dir: Path, previous: dict[str, Any] | None) -> None:
+def render(raw: dict[str, Any], out_dir: Path) -> None:
     """Every ratio and target from a run's raw figures; writes longitudinal.md/.json/.png."""
     meta, results, warm = raw["meta"], raw["results"], raw["stream_embedding"]
     days, seed = meta["days"], meta["seed"]
@@ -849,7 +808,7 @@ def render(raw: dict[str, Any], out_dir: Path, previous: dict[str, Any] | None) 
     lines = [
         "# Longitudinal: a simulated year, with and without maintenance",
         "",
-        f"Measured {meta['date']} on {meta['machine']}, Python {meta['python']}, embedder "
+        f"Measured on {meta['machine']}, Python {meta['python']}, embedder "
         f"{meta['embedder']}, SQLite + embedded Chroma, ManualClock. {days} daily "
         f"sessions, {n_items} memories written (seed {seed}), {n_free} of them free-text "
         f"fact mentions through `observe`. Maintained run: {meta['maintenance']}.",
@@ -904,8 +863,7 @@ def render(raw: dict[str, Any], out_dir: Path, previous: dict[str, Any] | None) 
         f"| maintenance / ingest, model time on both sides | | {cost:.2f}x | at most 2x | "
         f"{_mark(targets['maintenance_at_most_2x_ingest'])} |",
         f"| maintenance / ingest, store work only | | {cost_store:.2f}x | | |",
-        f"| maintenance / ingest, model time in maintenance only (as measured before) | | "
-        f"{cost_mixed:.2f}x | | |",
+        f"| maintenance / ingest, model time in maintenance only | | {cost_mixed:.2f}x | | |",
         "",
         f"Maintenance over the year: {mt['totals']['syntheses_rem']} REM syntheses from "
         f"{mt['totals']['consolidated']} memories; {mt['totals']['sweep_syntheses']} sweep "
@@ -926,14 +884,13 @@ def render(raw: dict[str, Any], out_dir: Path, previous: dict[str, Any] | None) 
         "",
         "Targets:",
         *(f"- {name}: {_mark(ok)}" for name, ok in targets.items()),
-        *_before(previous),
         "",
         "How maintenance time is compared with ingest: both runs share one embedder that",
         "embeds each distinct text of the stream once, before the runs, so the timed ingest",
         "holds only store work; that model time is ingest's and is added back to its side.",
         "Maintenance pays the model for every new synthesis inside its timed section. The",
         "target is judged with model time on both sides; the store-work ratio and the mixed",
-        "ratio (model time in maintenance only, what this file reported before) are beside it.",
+        "ratio (model time in maintenance only) are beside it.",
         f"Load average at the end of the run: {', '.join(f'{x:.1f}' for x in meta['load_average'])}"
         " (2 shared cores): absolute seconds are noisy, ratios within the run hold better.",
     ]

@@ -180,14 +180,14 @@ def main() -> None:
 
 def write(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"days": args.days, "seed": args.seed, "date": datetime.now(UTC).date().isoformat(),
+    meta = {"days": args.days, "seed": args.seed,
             "python": platform.python_version(), "machine": platform.machine()}
     (args.out / "member_gc.json").write_text(json.dumps({"meta": meta, "runs": rows}, indent=2))
     lines = [
         "# GC of consolidated members: records and bytes kept",
         "",
         f"`python benchmarks/member_gc.py --days {args.days} --seed {args.seed}` "
-        f"({meta['date']}): {rows[0]['ingested']} memories over {args.days} simulated days, "
+        f": {rows[0]['ingested']} memories over {args.days} simulated days, "
         "REM cycle + sweep weekly, GC every 28 days, real MiniLM, embedded Chroma. "
         "Baseline: members never collected; collect: the default policy "
         "(`gc_member_grace_days` 30). Store bytes: SQLite file after VACUUM; Redis "

@@ -290,7 +290,7 @@ MODES = {"raw": "raw Chroma", "no_reinforce": "w/o reinforce", "drained": "drain
 
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
-        f"# Scale, embedded default (SQLite + embedded Chroma), {meta['date']}",
+        "# Scale, embedded default (SQLite + embedded Chroma)",
         "",
         f"Machine: {meta['machine']}. One namespace; vectors from a deterministic hashed "
         f"bag-of-words embedder (384 dimensions; {rows[0]['bare_embedder_per_s']:,.0f} texts/s "
@@ -402,7 +402,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             rows = [measure(n, args.queries, Path(tmp)) for n in sorted(args.sizes)]
     exps = exponents(rows)
     meta: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, CPU only",
         "queries": args.queries,
         "loadavg_start": load_start,

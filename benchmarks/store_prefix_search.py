@@ -144,7 +144,6 @@ def run(questions: int, per_namespace: int, out_dir: Path) -> dict[str, Any]:
         "prefix_vs_single_p50": p50["prefix"] / p50["single"],
         "prefix_vs_single_cpu_p50": cpu50["prefix"] / cpu50["single"],
         "machine": "2 cores, CPU only",
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "store_prefix_search.json").write_text(json.dumps(result, indent=2))
@@ -156,8 +155,7 @@ def run(questions: int, per_namespace: int, out_dir: Path) -> dict[str, Any]:
 
 def render(r: dict[str, Any]) -> str:
     lines = [
-        f"# ReverieStore.search over a prefix of {r['namespaces']} namespaces, {r['date']}, "
-        f"{r['machine']}",
+        f"# ReverieStore.search over a prefix of {r['namespaces']} namespaces, {r['machine']}",
         "",
         f"{r['items']} LoCoMo turns, {r['items_per_namespace']} per namespace; "
         f"{r['questions']} questions, limit {r['limit']}; the real MiniLM model embeds each "
