@@ -259,6 +259,26 @@ def _blocks(rows: Iterable[tuple[bytes, bytes, bytes]]) -> tuple[np.ndarray, ...
     return seqs, tfs, lens
 
 
+def _term(conn: sqlite3.Connection, num: int, term: str) -> tuple[np.ndarray, ...]:
+    """(seqs, tfs, lengths) of every posting of `term`, in one row: SQLite joins the
+    blocks' arrays itself, where a row and three array views per block cost more than the
+    scoring of a common term (its postings span dozens of blocks). The three joins step
+    through the same rows in the same order, so the arrays stay aligned; the blocks come in
+    seq order as the subquery lists them (every reader still checks that seqs ascend, and
+    copes when they do not)."""
+    row = conn.execute(
+        "SELECT CAST(group_concat(seqs, '') AS BLOB), CAST(group_concat(tfs, '') AS BLOB), "
+        "CAST(group_concat(lens, '') AS BLOB) FROM (SELECT seqs, tfs, lens "
+        "FROM lexical_postings WHERE num = ? AND term = ? ORDER BY first_seq)",
+        (num, term),
+    ).fetchone()
+    if row is None or row[0] is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    return (np.frombuffer(row[0], dtype=_SEQ), np.frombuffer(row[1], dtype=_INT),
+            np.frombuffer(row[2], dtype=_INT))
+
+
 def _apply(
     conn: sqlite3.Connection, num: int, term: str, drops: set[int],
     adds: dict[int, tuple[int, int]],
@@ -429,11 +449,7 @@ def _lookup(
     """The postings of `term` for the documents `want` (sorted seqs): the whole term when
     that reads fewer blocks, else the one block that may hold each document."""
     if len(want) >= blocks:
-        seqs, tfs, lens = _blocks(conn.execute(
-            "SELECT seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ? "
-            "ORDER BY first_seq",
-            (num, term),
-        ))
+        seqs, tfs, lens = _term(conn, num, term)
     else:
         held = _holding(conn, num, term, want.tolist())
         seqs, tfs, lens = _blocks(row[1:] for row in held.values())
@@ -516,11 +532,7 @@ def search(
         if len(partial) >= k and left < bar * (1.0 - _SLACK):
             rest = order[i:]  # no unseen document can reach the k-th score any more
             break
-        seqs, tfs, lens = _blocks(conn.execute(
-            "SELECT seqs, tfs, lens FROM lexical_postings WHERE num = ? AND term = ? "
-            "ORDER BY first_seq",
-            (num, term),
-        ))
+        seqs, tfs, lens = _term(conn, num, term)
         c = _contrib(idf[term], tfs, lens, avg)
         found[term] = (seqs, c)
         left -= bound[term]
