@@ -194,12 +194,18 @@ class Reading:
 _LABEL = re.compile(r"\b([a-z][a-z'-]+)\s+#?(\d+)\b(?![.,]\d|\s?(?:%|am\b|pm\b))", re.IGNORECASE)
 
 
+_MONTH_WORD = re.compile(_MONTH)
+
+
 def _labels(body: str) -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
     for m in _LABEL.finditer(body):
         word = m.group(1).casefold()
-        if word in STOP_WORDS or word in _NOISE_WORDS or word in _NOT_LABELS:
-            continue
+        if (
+            word in STOP_WORDS or word in _NOISE_WORDS or word in _NOT_LABELS
+            or _MONTH_WORD.fullmatch(word)
+        ):
+            continue  # "May 20" is a date (a value), not the 20th of a kind
         out.setdefault(word, set()).add(m.group(2))
     return {w: frozenset(v) for w, v in out.items()}
 
@@ -424,9 +430,24 @@ def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
             continue
         for a in q_new:
             for b in q_old:
-                if a != b and a not in old_set and b not in new_set:
+                if (
+                    a != b and a not in old_set and b not in new_set
+                    and _SENSE.get(a, a) != _SENSE.get(b, b)
+                ):
                     return f"{b}/{a} {head}"
     return None
+
+
+# Qualifiers that say the same thing in other words: "my yearly pay" is "my annual pay",
+# "my usual order" is what "I always order". Only words of one sense, never two of a
+# kind ("monthly" and "annual" budgets are two budgets).
+_SENSE = {
+    "yearly": "annual", "annually": "annual",
+    "always": "usual", "usually": "usual", "normally": "usual", "typically": "usual",
+    "regular": "usual", "regularly": "usual", "normal": "usual", "typical": "usual",
+    "everyday": "daily",
+    "favorite": "favourite", "fave": "favourite", "preferred": "favourite",
+}
 
 
 def _subject_contrast(new: Reading, old: Reading) -> str | None:

@@ -101,6 +101,27 @@ def test_a_number_after_a_verb_does_not_hide_a_numbered_one_of_a_kind_after_it()
     )
 
 
+def test_a_day_of_a_month_is_a_date_not_a_numbered_one_of_a_kind() -> None:
+    # "May 20" after "May 3" is the same deadline moved, where "project 22" after
+    # "project 7" is another project: the month is no label
+    assert read("The report deadline is May 20.").labels == {}
+    assert read("I'm on project 7 this week.").labels == {"project": {"7"}}
+    s = judge(read("The report deadline moved to May 20."),
+              read("The report deadline is May 3."), 0.8, 0.0, Policy())
+    assert s.same_type == "date" and s.contrast is None and s.verdict is Verdict.SUPERSEDES
+
+
+def test_a_qualifier_said_in_other_words_is_the_same_fact_but_two_periods_are_two() -> None:
+    # "my yearly pay" is "my annual pay": a new amount of it is its newer version ...
+    s = judge(read("My yearly pay is $104,000."), read("My annual pay is $118,000."),
+              0.8, 0.0, Policy())
+    assert s.contrast is None and s.same_type == "money"
+    # ... while a monthly and an annual budget are two budgets, never one changed
+    s = judge(read("My monthly budget is $5,000."), read("My annual budget is $6,000."),
+              0.9, 0.0, Policy())
+    assert s.contrast == "annual/monthly budget" and s.verdict is Verdict.NONE
+
+
 def test_an_intro_turns_likeness_counts_from_min_similarity_inclusive() -> None:
     # an elliptical update after an intro turn whose cosine to the old text is exactly
     # min_similarity: score 0.5 + same_type_bonus 0.15 = 0.65 >= outdate_score 0.6
