@@ -155,12 +155,14 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
     t1 = time.perf_counter()
     due = engine.maintenance_due(namespace=NS)
     due_s = time.perf_counter() - t1
+    raw_add = raw_add_rate(raw, emb)
     engine.close()
     row: dict[str, Any] = {
         "memories": size,
         "ingest_per_s": size / ingest,
         "ingest_s": ingest,
         "bare_embedder_per_s": embed_rate,
+        "raw_chroma_add_per_s": raw_add,
         "maintenance_due_s": due_s,
         "maintenance_due_fired": [t.name for t in due],
         "build_peak_rss_mib": peak_rss_mib(),
@@ -171,6 +173,25 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
         row[f"{m}_cpu_p50_ms"] = pct(cpu[m], 50)
         row[f"{m}_cpu_p95_ms"] = pct(cpu[m], 95)
     return row
+
+
+RAW_ADDS = 2_048
+
+
+def raw_add_rate(collection: Any, emb: Any) -> float:
+    """The vector store's own ingest rate at this size, the baseline for ingest: `add` of
+    RAW_ADDS new vectors, 256 at a time, straight into the namespace's collection of the
+    same vectors (timed last, then deleted, so every other figure is measured without
+    them)."""
+    texts = [f"raw add probe {i}, {t}" for i, t in enumerate(queries(RAW_ADDS))]
+    vecs = emb.embed(texts)
+    ids = [f"raw-add-{i}" for i in range(RAW_ADDS)]
+    t0 = time.perf_counter()
+    for i in range(0, RAW_ADDS, 256):
+        collection.add(ids=ids[i : i + 256], embeddings=vecs[i : i + 256])
+    took = time.perf_counter() - t0
+    collection.delete(ids=ids)
+    return RAW_ADDS / took
 
 
 def open_first(home: Path) -> dict[str, Any]:
@@ -288,6 +309,10 @@ MODES = {"raw": "raw Chroma", "no_reinforce": "w/o reinforce", "drained": "drain
          "back_to_back": "back to back"}
 
 
+def _rate(x: float | None) -> str:
+    return "not measured" if x is None else f"{x:,.0f}"
+
+
 def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         "# Scale, embedded default (SQLite + embedded Chroma)",
@@ -298,7 +323,9 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "with three Zipf-drawn words and a serial number. Recall: k=10, query vector given "
         f"(embedding excluded), {meta['queries']} queries x {ROUNDS} rounds, interleaved "
         "query by query with the raw Chroma query (unfiltered `collection.query`, k=10, the "
-        "same vectors) in a random order; drained = the access touch written between calls "
+        "same vectors) in a random order; raw Chroma add = the ingest baseline, `add` of "
+        f"{RAW_ADDS:,} more vectors (256 a call) into the built collection, timed after "
+        "every other figure and deleted again; drained = the access touch written between calls "
         "outside the timing; back to back = the default, touches written behind while the "
         "next recall runs. Open -> first recall: a fresh process opens the engine and "
         "answers one recall; raw Chroma: a fresh process opens the client and answers one "
@@ -312,15 +339,17 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "re-measurement's); every other column is from the run itself.",
         ] if meta.get("open_remeasured") else []),
         "",
-        "| memories | ingest /s | recall p50 / p95 ms (drained) | w/o reinforce p50 / p95 | "
+        "| memories | ingest /s | raw Chroma add /s | recall p50 / p95 ms (drained) | "
+        "w/o reinforce p50 / p95 | "
         "back to back p50 / p95 | raw Chroma p50 / p95 | drained / raw | "
         "open -> first recall s | raw Chroma open -> first query s | maintenance_due() s | "
         "bytes/memory (SQLite) | peak RSS build / open / raw open MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['memories']:,} | {r['ingest_per_s']:,.0f} | "
+            f"{_rate(r.get('raw_chroma_add_per_s'))} | "
             f"{r['drained_p50_ms']:.2f} / {r['drained_p95_ms']:.2f} | "
             f"{r['no_reinforce_p50_ms']:.2f} / {r['no_reinforce_p95_ms']:.2f} | "
             f"{r['back_to_back_p50_ms']:.2f} / {r['back_to_back_p95_ms']:.2f} | "
