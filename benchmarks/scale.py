@@ -19,7 +19,9 @@ Each size runs in fresh processes, so peak RSS is that size's alone:
   process with its own peak RSS.
 
 Run: python benchmarks/scale.py [--sizes 10000 100000] [--queries 200] [--homes DIR]
-(`--homes DIR --reopen` measures the open times again on the engines a run kept).
+(`--homes DIR --reopen` measures the open times again on the engines a run kept;
+`--sizes 300000 --add` measures a long size in a run of its own and adds it to the rows
+already in the output).
 """
 
 from __future__ import annotations
@@ -285,6 +287,12 @@ GROWTH = {
 }
 
 
+def merged(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`old` rows with `new` ones added, a size in both taken from `new`, by size."""
+    by_size = {r["memories"]: r for r in old} | {r["memories"]: r for r in new}
+    return [by_size[n] for n in sorted(by_size)]
+
+
 def exponents(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Least-squares slope of log(cost) against log(memories): cost ~ n^exponent."""
     if len(rows) < 2:
@@ -409,6 +417,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--size", type=int)
     ap.add_argument("--home", type=Path)
     ap.add_argument("--homes", type=Path, help="keep each size's engine here (n<size>/)")
+    ap.add_argument("--add", action="store_true",
+                    help="add these sizes to the rows already in OUT/scale.json (a long size "
+                    "measured in a run of its own), replacing a size measured again")
     ap.add_argument("--reopen", action="store_true",
                     help="re-measure only the open times on the homes kept in --homes, "
                     "updating the results in --out")
@@ -429,6 +440,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         with tempfile.TemporaryDirectory(dir=os.environ.get("SCALE_TMP")) as tmp:
             rows = [measure(n, args.queries, Path(tmp)) for n in sorted(args.sizes)]
+    if args.add:
+        rows = merged(json.loads((args.out / "scale.json").read_text())["rows"], rows)
     exps = exponents(rows)
     meta: dict[str, Any] = {
         "machine": f"{os.cpu_count()} cores, CPU only",
