@@ -272,11 +272,7 @@ def _term(conn: sqlite3.Connection, num: int, term: str) -> tuple[np.ndarray, ..
         "FROM lexical_postings WHERE num = ? AND term = ? ORDER BY first_seq)",
         (num, term),
     ).fetchone()
-    if row is None or row[0] is None:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    return (np.frombuffer(row[0], dtype=_SEQ), np.frombuffer(row[1], dtype=_INT),
-            np.frombuffer(row[2], dtype=_INT))
+    return _blocks([] if row is None or row[0] is None else [row])
 
 
 def _apply(
