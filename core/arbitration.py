@@ -98,18 +98,21 @@ def implicit_links(
         if not updates.may_update(r_new, policy):
             continue
         r_old = reading(old.text)
-        if not r_old.values:
-            continue  # "About my pay.": it names a subject, it states no value
+        # An older text with no typed value ("I follow a keto diet") is an earlier answer
+        # in plain words only when the newer one says it changed, or both state a
+        # preference that holds one value at a time: two plain events ("I'm editing the
+        # wedding video", "the colour grading took all evening") are two things.
+        plain_ok = bool(r_old.values) or r_new.cue or (r_new.state and r_old.state)
         sim = float(unit[new.id] @ unit[old.id])
         if (
-            query and place[lo.memory.id] < p.answer_window
+            plain_ok and query and place[lo.memory.id] < p.answer_window
             and sim >= p.answer_similarity and lo.candidate.dense >= p.answer_relevance
             and updates.answers_alike(r_new, r_old, asked, policy) is not None
         ):
             out.setdefault(new.id, set()).add(old.id)
             continue
-        if sim < p.typed_similarity:
-            continue
+        if sim < p.typed_similarity or not r_old.values:
+            continue  # "About my pay.": it names a subject, it states no value
         signals = updates.judge(r_new, r_old, sim, 0.0, policy)
         # only a typed value replaced by one of its type: a looser link here would join
         # two things' versions into one group for this recall

@@ -167,7 +167,11 @@ _NOISE_WORDS = frozenset(
 
 
 def _stem(w: str) -> str:
-    return porter_stem(w.strip("'-"))
+    """Porter's stem, with a final "i" read as the "y" it came from: Porter turns "y"
+    into "i" before a suffix is dropped but not after, so "employed" and "employ" stem to
+    "emploi" while "employer" stems to "employ"; here all three are one word."""
+    s = porter_stem(w.strip("'-"))
+    return s[:-1] + "y" if s.endswith("i") and len(s) > 2 else s
 
 
 @dataclass(frozen=True, slots=True)

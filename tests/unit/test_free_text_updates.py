@@ -582,6 +582,33 @@ def test_two_answers_to_the_question_are_ordered_newest_first_at_recall() -> Non
     assert [r.memory.id for r in out.ranked] == ["new", "old", "other"]
 
 
+def test_plain_word_answers_are_linked_when_a_change_word_or_two_preferences_say_so() -> None:
+    def linked(old_text: str, new_text: str, q: str) -> bool:
+        old = _said("old", 0, old_text)
+        new = _said("new", 60 * 24 * 30, new_text)
+        ranked = [Ranked(old, Candidate("old", 0.7, 1.0, 0.8), 0.1, 0.73),
+                  Ranked(new, Candidate("new", 0.4, 0.3, 0.4), 0.5, 0.41)]
+        vectors = {"old": _vec(1, 0), "new": _vec(0.6, 0.8)}  # cosine 0.6
+        return implicit_links(ranked, vectors, Policy(), q) == {"new": {"old"}}
+
+    # neither text states a typed value: the answer is in plain words
+    assert linked("user: I follow a keto diet for health reasons.",
+                  "user: These days it's paleo for my diet.", "What diet do I follow?")
+    assert linked("user: My favourite meal is tacos.", "user: My favourite food is biryani.",
+                  "What is my favourite meal?")
+    # two plain events about one thing, with no change word: two things, both current
+    assert not linked("user: I'm editing my cousin's wedding video this week.",
+                      "user: The colour grading on the wedding video took all evening.",
+                      "What video am I editing this week?")
+
+
+def test_a_verb_and_its_agent_noun_are_one_subject() -> None:
+    # Porter stems "employed" to "emploi" but "employer" to "employ"
+    assert alike("user: My employer isn't Pied Piper anymore, it's Cyberdyne.",
+                 "user: I'm employed by Hooli on a full-time contract.",
+                 "Who employs me full-time?") == "name"
+
+
 def test_an_intro_naming_a_value_a_version_holds_ranks_below_the_newest() -> None:
     old = _said("old", 0, "user: Choir practice is at 6 PM on Thursdays.")
     intro = _said("intro", 60 * 24 * 5, "user: About Thursday choir.")
