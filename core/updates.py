@@ -534,7 +534,8 @@ def answers_alike(
     or a near text is not asked here; what makes two facts only look alike still rules a
     link out: other people, a shared word qualified apart, a numbered one of a kind, the
     same named thing again, or a subject the question names that the newer text lacks
-    while naming one of its own ("Who is my dentist?" and "My dermatologist is ...").
+    while naming one the older text lacks ("Who is my dentist?" and "My dermatologist
+    is ...").
     A value is typed (a city for a city), or plain words ("keto", "by bus") when both
     texts hold a word of the question. `asked` holds the question's content words
     (`read(question).words`). Returns the value type ("words" for plain words) or None."""
@@ -559,8 +560,10 @@ def answers_alike(
         return None
     if not new.strong_cue and _label_contrast(new, old) is not None:
         return None
+    # the subject the newer text names is its own only when the older text lacks it:
+    # "my flight to Boston" names the flight "the Boston flight I'm booked on" spoke of
     named = asked & old.subject
-    if named and new.subject and not named & new.words:
+    if named and new.subject - old.words and not named & new.words:
         return None
     return kind
 

@@ -530,6 +530,11 @@ def test_two_answers_of_one_type_to_the_question_are_versions() -> None:
     assert alike("user: The ferry is no longer at 7:10 AM, it's 7:40 AM.",
                  "user: My ferry leaves at 7:10 AM.",
                  "When does my ferry leave?") == "time"
+    # the newer text words its subject apart ("my flight to Boston"), but the older text
+    # speaks of it too: one flight, though the question asks with the older words
+    assert alike("user: FYI my flight to Boston is Wednesday at 2:05 PM.",
+                 "user: I'm booked on the Boston flight departing Friday at 8:15 PM.",
+                 "When is the Boston flight I'm booked on departing?") == "time"
 
 
 def test_look_alikes_are_no_two_answers_to_one_question() -> None:
