@@ -270,3 +270,13 @@ def test_a_single_letter_is_no_content_word() -> None:
         read("user: Plan b costs $50 now."), read("user: Option b costs $40."), 0.6, 0.0, Policy()
     )
     assert s.verdict is Verdict.NONE and s.contrast == "option/plan"
+
+
+def test_an_object_pronoun_or_until_does_not_make_an_elliptical_update_name_a_subject() -> None:
+    # "They gave us until September 9." after "About the quarterly report.": its subject
+    # is the intro's, so the intro's likeness (0.7) carries it over its own (0.3)
+    new = read("user: They gave us until September 9.")
+    assert new.subject == {"gave"}
+    s = judge(new, read("user: The due date for the quarterly report is November 12."),
+              0.3, 0.7, Policy())
+    assert s.context == 0.7 and s.same_type == "date" and s.verdict is Verdict.OUTDATES
