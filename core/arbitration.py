@@ -75,13 +75,23 @@ def implicit_links(
     vectors: Mapping[str, Vector],
     policy: Policy,
     query: str = "",
+    versioned: frozenset[str] = frozenset(),
 ) -> dict[str, set[str]]:
     """Pairs of hits that read as an older and a newer version of one thing, judged as
     the write path judges (core/updates.py) on their own texts and cosine, or as two
     answers of one type to the question (`updates.answers_alike`): newer id -> older
     ids. Only pairs whose older one ranks above the newer one are looked at, and only
-    users' statements (never an assistant's words)."""
+    users' statements (never an assistant's words).
+
+    A change told in other words than the question's ("the dish I like best is pho"
+    for "what is my favourite meal?") shares no word with it; it answers alike when
+    both texts are near each other and the question (`loose_*` in the policy). Such a
+    link is a guess on likeness alone, so it only reaches an older hit that has no
+    version yet: none linked on write (`versioned`) and none found here on evidence. A
+    guess that joined two groups of versions would place the newest of either above
+    the other's."""
     out: dict[str, set[str]] = {}
+    guesses: dict[str, set[str]] = {}  # loose links, kept only where nothing better is
     asked = reading(query).words if query else frozenset()
     p = policy.updates
     items = [
@@ -107,10 +117,17 @@ def implicit_links(
         if (
             plain_ok and query and place[lo.memory.id] < p.answer_window
             and sim >= p.answer_similarity and lo.candidate.dense >= p.answer_relevance
-            and updates.answers_alike(r_new, r_old, asked, policy) is not None
         ):
-            out.setdefault(new.id, set()).add(old.id)
-            continue
+            if updates.answers_alike(r_new, r_old, asked, policy) is not None:
+                out.setdefault(new.id, set()).add(old.id)
+                continue
+            if (
+                r_new.cue and old.id not in versioned and sim >= p.loose_similarity
+                and min(lo.candidate.dense, hi.candidate.dense) >= p.loose_relevance
+                and updates.answers_alike(r_new, r_old, asked, policy, loose=True)
+            ):
+                guesses.setdefault(new.id, set()).add(old.id)
+                continue
         if sim < p.typed_similarity or not r_old.values:
             continue  # "About my pay.": it names a subject, it states no value
         signals = updates.judge(r_new, r_old, sim, 0.0, policy)
@@ -118,6 +135,13 @@ def implicit_links(
         # two things' versions into one group for this recall
         if signals.verdict is not updates.Verdict.NONE and signals.same_type is not None:
             out.setdefault(new.id, set()).add(old.id)
+    # a guess yields to a link with evidence: an older hit that is a version by the
+    # question's words keeps that group
+    linked = set(out).union(*out.values())
+    for newer, olders in guesses.items():
+        kept = olders - linked
+        if kept:
+            out.setdefault(newer, set()).update(kept)
     return out
 
 

@@ -245,6 +245,13 @@ class UpdatePolicy:
     # recall's top 10 stays the top 10 it was). Higher reaches answers ranked lower, and
     # lets chat turns that share a word with the question displace better hits.
     answer_window: int = _num(10, _POSITIVE)
+    # Two answers that share no word of the question ("the dish I like best is pho" and
+    # "my favourite meal is pad thai") are versions when the newer says it changed and
+    # the two texts are at least this similar... Lower joins more look-alikes (a diet
+    # and a favourite food); higher leaves more changes told in other words behind.
+    loose_similarity: float = _num(0.35, _UNIT)
+    # ...and both are at least this close to the question.
+    loose_relevance: float = _num(0.3, _UNIT)
     # Recall follows version links this many steps to the newest version (a step costs
     # one read of links and records, only when a candidate has versions).
     arbitration_hops: int = _num(6)

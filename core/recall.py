@@ -395,8 +395,8 @@ class RecallPath:
         # time) would be placed above the other's versions (a meeting's).
         top = ranked[: req.k]
         vectors = self._top_vectors(ns, [r.memory.id for r in top], side)
-        stored = {i for i, v in links.items() if v}
-        for newer, older in implicit_links(top, vectors, policy, req.query).items():
+        stored = frozenset(i for i, v in links.items() if v)
+        for newer, older in implicit_links(top, vectors, policy, req.query, stored).items():
             for o in older:
                 if newer in stored and o in stored:
                     continue

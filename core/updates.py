@@ -525,7 +525,7 @@ def _replaced_type(new: Reading, old: Reading, policy: Policy) -> str | None:
 
 
 def answers_alike(
-    new: Reading, old: Reading, asked: frozenset[str], policy: Policy
+    new: Reading, old: Reading, asked: frozenset[str], policy: Policy, loose: bool = False
 ) -> str | None:
     """At recall, two hits that answer one question with two values: the newer is a
     newer version of the answer, though it may not name the subject at all ("See you at
@@ -549,7 +549,7 @@ def answers_alike(
     kind = _replaced_type(new, old, policy)
     if kind is None:
         # plain-word values: both speak of a word of the question, each has words of its own
-        if not (asked & new.words & old.words and new.words - old.words
+        if not ((loose or asked & new.words & old.words) and new.words - old.words
                 and old.words - new.words):
             return None
         again = new.values.get("name", frozenset()) & old.values.get("name", frozenset())

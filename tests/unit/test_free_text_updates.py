@@ -607,6 +607,41 @@ def test_plain_word_answers_are_linked_when_a_change_word_or_two_preferences_say
                       "What video am I editing this week?")
 
 
+def test_a_change_told_in_other_words_than_the_question_is_a_guess_that_yields() -> None:
+    q = "What is my favourite meal?"  # the newer text shares no word with it
+    old = _said("old", 0, "user: My favourite meal is pad thai.")
+    new = _said("new", 60 * 24 * 30, "user: Sorry, actually the dish I like best is pho.")
+    plain = _said("plain", 60 * 24 * 30, "user: The dish I like best is pho.")
+    vectors = {"old": _vec(1, 0), "new": _vec(0.4, 0.9165), "plain": _vec(0.4, 0.9165)}
+
+    def links(newer: Memory, dense: float = 0.35, versioned: frozenset[str] = frozenset(),
+              policy: Policy | None = None) -> dict[str, set[str]]:
+        ranked = [Ranked(old, Candidate("old", 0.6, 1.0, 0.7), 0.1, 0.64),
+                  Ranked(newer, Candidate(newer.id, dense, 0.0, dense), 0.5, 0.37)]
+        return implicit_links(ranked, vectors, policy or Policy(), q, versioned)
+
+    # cosine 0.4 >= loose_similarity 0.35; both hits >= loose_relevance 0.3 to the question
+    assert links(new) == {"new": {"old"}}
+    assert links(new, dense=0.29) == {}  # the newer barely speaks of the question
+    assert links(new, policy=Policy(loose_similarity=0.41)) == {}
+    assert links(plain) == {}  # no change word: two statements, not a change
+    # the older one already has a version linked on write: a guess never joins two groups
+    assert links(new, versioned=frozenset({"old"})) == {}
+
+
+def test_a_guess_never_reaches_a_hit_that_is_a_version_by_the_questions_words() -> None:
+    q = "What is my favourite meal?"
+    old = _said("old", 0, "user: My favourite meal is pad thai.")
+    strict = _said("strict", 60 * 24 * 10, "user: My favourite meal is ramen now.")
+    guess = _said("guess", 60 * 24 * 30, "user: Sorry, actually the dish I like best is pho.")
+    ranked = [Ranked(old, Candidate("old", 0.6, 1.0, 0.7), 0.1, 0.64),
+              Ranked(strict, Candidate("strict", 0.5, 0.8, 0.6), 0.3, 0.57),
+              Ranked(guess, Candidate("guess", 0.35, 0.0, 0.35), 0.5, 0.37)]
+    vectors = {"old": _vec(1, 0), "strict": _vec(0.9, 0.4359), "guess": _vec(0.4, 0.9165)}
+    out = implicit_links(ranked, vectors, Policy(), q)
+    assert out == {"strict": {"old"}}  # the guess on "old" (and on "strict") yields
+
+
 def test_a_verb_and_its_agent_noun_are_one_subject() -> None:
     # Porter stems "employed" to "emploi" but "employer" to "employ"
     assert alike("user: My employer isn't Pied Piper anymore, it's Cyberdyne.",
