@@ -113,10 +113,13 @@ def implicit_links(
         # preference that holds one value at a time: two plain events ("I'm editing the
         # wedding video", "the colour grading took all evening") are two things.
         plain_ok = bool(r_old.values) or r_new.cue or (r_new.state and r_old.state)
+        answers = plain_ok and bool(query) and place[lo.memory.id] < p.answer_window
+        if not answers and not r_old.values:
+            continue  # "About my pay.": it names a subject, it states no value
         sim = float(unit[new.id] @ unit[old.id])
         if (
-            plain_ok and query and place[lo.memory.id] < p.answer_window
-            and sim >= p.answer_similarity and lo.candidate.dense >= p.answer_relevance
+            answers and sim >= p.answer_similarity
+            and lo.candidate.dense >= p.answer_relevance
         ):
             if updates.answers_alike(r_new, r_old, asked, policy) is not None:
                 out.setdefault(new.id, set()).add(old.id)
