@@ -537,8 +537,10 @@ def answers_alike(
     while naming one the older text lacks ("Who is my dentist?" and "My dermatologist
     is ...").
     A value is typed (a city for a city), or plain words ("keto", "by bus") when both
-    texts hold a word of the question. `asked` holds the question's content words
-    (`read(question).words`). Returns the value type ("words" for plain words) or None."""
+    texts hold a word of the question; with `loose`, without that word (the caller
+    has other evidence: a change word, texts near each other and the question). `asked`
+    holds the question's content words (`read(question).words`). Returns the value type
+    ("words" for plain words) or None."""
     p = policy.updates
     if new.question or old.question:
         return None
