@@ -28,6 +28,9 @@ Groups = list[list[int]]
 _KNN_BLOCK_ROWS = 1024
 # Candidate pairs scored at once: few enough that the rows gathered for a block stay in cache.
 _PAIR_BLOCK = 2048
+# `cell_knn`'s centres come from this many sampled rows per cell, in this many rounds.
+_CELL_SAMPLE = 32
+_CELL_ROUNDS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,17 +182,95 @@ def candidate_knn(
     return idx, sim
 
 
+def cell_knn(
+    vectors: npt.NDArray[np.float32],
+    k: int,
+    min_sim: float | None,
+    cells: int,
+    probe: int,
+    seed: int = 0,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """`knn`'s answer searched near each row only: `cells` k-means centres; each row is
+    listed in the `probe` cells whose centres are nearest it, and compared with the rows
+    listed in its own cell (its nearest centre). Two near rows are compared unless the
+    first's nearest centre is not among the second's `probe` nearest, which for a
+    neighbour above a high similarity bar is rare. About n * n * probe / cells dot
+    products instead of n^2. Same shape, order, tie-break and padding as `knn`;
+    deterministic for a given input order and seed."""
+    n = vectors.shape[0]
+    kk = max(min(k, n - 1), 0)
+    idx = np.full((n, kk), -1, dtype=np.int64)
+    sim = np.full((n, kk), -np.inf, dtype=np.float32)
+    cells = max(1, min(cells, n))
+    if kk == 0:
+        return idx, sim
+    rng = np.random.default_rng(seed)
+    sample = vectors[np.sort(rng.choice(n, min(n, cells * _CELL_SAMPLE), replace=False))]
+    centres = sample[np.sort(rng.choice(len(sample), cells, replace=False))].copy()
+    for _ in range(_CELL_ROUNDS):  # Lloyd's rounds on the sample, spherical (unit) centres
+        near = np.argmax(sample @ centres.T, axis=1)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, near, sample)
+        norms = np.linalg.norm(sums, axis=1)
+        filled = norms > 0
+        centres[filled] = sums[filled] / norms[filled, None]
+    # each row's own cell (the nearest centre) and the `probe` cells it is listed in
+    cell = np.empty(n, dtype=np.int64)
+    listed = np.empty((n, min(max(probe, 1), cells)), dtype=np.int64)
+    for start in range(0, n, _KNN_BLOCK_ROWS):
+        part = vectors[start : start + _KNN_BLOCK_ROWS] @ centres.T
+        top = np.argsort(-part, axis=1, kind="stable")[:, : listed.shape[1]]
+        listed[start : start + _KNN_BLOCK_ROWS] = top
+        cell[start : start + _KNN_BLOCK_ROWS] = top[:, 0]
+    own = _by_cell(cell, cells)
+    holds = _by_cell(listed.ravel(), cells, listed.shape[1])
+    for c in range(cells):
+        rows, cand = own[c], holds[c]
+        if rows.size == 0:
+            continue
+        s = vectors[rows] @ vectors[cand].T
+        s[rows[:, None] == cand[None, :]] = -np.inf  # a memory is not its own neighbour
+        floor = -np.inf if min_sim is None else min_sim
+        r, col = np.nonzero(s >= floor)
+        v = s[r, col]
+        c_idx = cand[col]
+        order_rc = np.lexsort((c_idx, -v, r))  # by row, best first, then lower index
+        r, c_idx, v = r[order_rc], c_idx[order_rc], v[order_rc]
+        first = np.searchsorted(r, r, side="left")
+        rank = np.arange(r.size) - first
+        keep = rank < kk
+        idx[rows[r[keep]], rank[keep]] = c_idx[keep]
+        sim[rows[r[keep]], rank[keep]] = v[keep]
+    return idx, sim
+
+
+def _by_cell(cell: npt.NDArray[np.int64], cells: int, per_row: int = 1) -> list[
+    npt.NDArray[np.int64]
+]:
+    """Row indices per cell, ascending (`cell` lists `per_row` cells per row, row-major)."""
+    order = np.argsort(cell, kind="stable")
+    bounds = np.searchsorted(cell[order], np.arange(cells + 1))
+    rows = order // per_row
+    return [rows[bounds[c] : bounds[c + 1]] for c in range(cells)]
+
+
 def nearest(
     items: ClusterInput,
     vectors: npt.NDArray[np.float32],
     k: int,
     min_sim: float | None = None,
+    policy: Policy | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """The k-NN the strategies link on: among the given candidates when the input has
-    them, else exact."""
-    if items.neighbors is None:
-        return knn(vectors, k, min_sim=min_sim)
-    return candidate_knn(vectors, items.neighbors, k, min_sim=min_sim)
+    them; else near each row only from `cluster_cells_min` rows on (`cell_knn`), else
+    exact."""
+    if items.neighbors is not None:
+        return candidate_knn(vectors, items.neighbors, k, min_sim=min_sim)
+    m = policy.maintenance if policy is not None else None
+    if m is not None and 0 < m.cluster_cells_min <= len(vectors):
+        cells = max(1, len(vectors) // m.cluster_cell_size)
+        return cell_knn(vectors, k, min_sim, cells, m.cluster_cell_probe)
+    return knn(vectors, k, min_sim=min_sim)
 
 
 def medoid(vectors: npt.NDArray[np.float32], members: Sequence[int]) -> int:

@@ -92,7 +92,7 @@ __all__ = [
 def _link_edges(items: ClusterInput, policy: Policy) -> list[tuple[float, int, int]]:
     """k-NN links that count: similarity >= theta, or a shared entity and >= entity theta."""
     bar = min(policy.maintenance.cluster_theta, policy.maintenance.cluster_entity_theta)
-    idx, sim = nearest(items, items.vectors, policy.maintenance.cluster_knn, min_sim=bar)
+    idx, sim = nearest(items, items.vectors, policy.maintenance.cluster_knn, bar, policy)
     edges: dict[tuple[int, int], float] = {}
     for i in range(idx.shape[0]):
         ent_i = items.entities[i]
@@ -257,7 +257,7 @@ def recombination_history(items: ClusterInput, policy: Policy) -> tuple[Groups, 
     weight: dict[int, float] = {i: float(w0[i]) for i in range(n)}
     members: dict[int, list[int]] = {i: [i] for i in range(n)}
     adj: dict[int, set[int]] = {i: set() for i in range(n)}
-    idx, sim = nearest(items, vecs, policy.maintenance.cluster_knn, min_sim=1.0 - max_dist)
+    idx, sim = nearest(items, vecs, policy.maintenance.cluster_knn, 1.0 - max_dist, policy)
     for i in range(n):
         for j_raw, s in zip(idx[i], sim[i], strict=True):
             j = int(j_raw)

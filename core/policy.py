@@ -329,9 +329,21 @@ class MaintenancePolicy:
     # memory, since neighbours that are not flagged are dropped; 0 = always the exact k-NN.
     # x4 finds nearly all of the exact k-NN (benchmarks/results/clustering.md).
     cluster_neighbor_overfetch: int = _num(4)
-    # ...but only from this many flagged memories: below it the exact k-NN is cheaper than one
-    # index query per memory (benchmarks/results/knn_speed.md). 0 = whenever the index offers it.
-    cluster_index_knn_min: int = _num(135_000)
+    # ...but only from this many flagged memories: below it the k-NN searched by cells
+    # (below) is far cheaper than one index query per memory: embedded Chroma answers
+    # a neighbour query in about 5 ms (benchmarks/results/knn_speed.md), the cells
+    # search about 0.07 ms a memory at 50k (consolidation_speed.md). 0 = whenever the
+    # index offers it.
+    cluster_index_knn_min: int = _num(1_000_000)
+    # From this many flagged memories (and without the index's neighbours), each is
+    # compared only with the memories of the cluster_cell_probe cells (of about
+    # cluster_cell_size memories, around k-means centres) nearest its own: n^2 * probe /
+    # cells dot products instead of n^2. 0 = always exact. More probes find more of the
+    # exact k-NN's links at proportionally more cost: 24 find 99% of them on the
+    # consolidation benchmark's 50k synthetic memories, in a fifth of the exact time.
+    cluster_cells_min: int = _num(20_000)
+    cluster_cell_size: int = _num(300, _POSITIVE)
+    cluster_cell_probe: int = _num(24, _POSITIVE)
     near_duplicate_similarity: float = _num(0.85, _UNIT)
     near_duplicate_trigger: int = _num(6)
     trigger_node_count: int = _num(5000)

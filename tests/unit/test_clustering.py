@@ -363,3 +363,45 @@ def test_given_neighbours_are_permuted_with_the_input() -> None:
 def test_bad_neighbours_are_rejected(bad: list[list[int]]) -> None:
     with pytest.raises(InvalidInput, match="neighbors"):
         ClusterInput(["a", "b"], at(0, 10), np.asarray([0.1, 0.2]), [frozenset()] * 2, bad)
+
+
+# ------------------------------------------------------------------ k-NN by cells
+
+
+def test_the_search_by_cells_is_the_exact_knn_when_every_cell_is_probed() -> None:
+    from reverie.core.cluster_base import cell_knn
+
+    x = blobs(30, 8, 24, 0.3, seed=5)
+    for bar in (None, 0.8):
+        exact_idx, exact_sim = knn(x, 8, min_sim=bar)
+        idx, sim = cell_knn(x, 8, bar, cells=6, probe=6)  # each row listed in every cell
+        assert np.array_equal(idx, exact_idx)
+        assert np.allclose(sim, exact_sim)
+
+
+def test_the_search_by_cells_finds_the_near_neighbours_of_grouped_points() -> None:
+    from reverie.core.cluster_base import cell_knn
+
+    x = blobs(200, 6, 32, 0.08, seed=8)  # 1,200 points around 200 centres
+    exact_idx, _ = knn(x, 8, min_sim=0.7)
+    idx, _ = cell_knn(x, 8, 0.7, cells=24, probe=4)  # a sixth of the cells searched
+    exact = {(r, int(j)) for r in range(len(x)) for j in exact_idx[r] if j >= 0}
+    found = {(r, int(j)) for r in range(len(x)) for j in idx[r] if j >= 0}
+    assert exact and len(exact & found) / len(exact) >= 0.95
+    # a found neighbour is a true one: the same similarity bar, nothing invented
+    assert all(float(x[r] @ x[j]) >= 0.7 - 1e-6 for r, j in found)
+    assert cell_knn(x, 8, 0.7, cells=24, probe=4)[0].tolist() == idx.tolist()  # repeatable
+
+
+def test_the_clusterer_searches_by_cells_from_cluster_cells_min_memories() -> None:
+    x = blobs(40, 6, 24, 0.15, seed=12)
+    base = items(x)
+    exact = make_clusterer("union-find", Policy(cluster_cells_min=0))(base, Policy())
+    assert exact
+    # from 100 memories on, by cells; every cell probed, so the same groups
+    cells = Policy(cluster_cells_min=100, cluster_cell_size=40, cluster_cell_probe=6)
+    assert make_clusterer("union-find", cells)(base, cells) == exact
+    # one probe of six cells: some links are lost, and the groups can only split
+    lossy = Policy(cluster_cells_min=100, cluster_cell_size=40, cluster_cell_probe=1)
+    got = make_clusterer("union-find", lossy)(base, lossy)
+    assert all(any(set(g) <= set(e) for e in exact) for g in got)
