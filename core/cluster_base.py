@@ -3,8 +3,9 @@
 The k-NN is exact or searched among given candidates; the canonical order makes a
 strategy's answer independent of the order of its input.
 
-The k-NN is exact by default: blocked matrix products (n^2 d flops, fast in BLAS),
-keeping only the neighbours above the strategy's similarity bar. A caller that already
+The k-NN is exact for a small input: blocked matrix products (n^2 d flops, fast in BLAS),
+keeping only the neighbours above the strategy's similarity bar. For a large one it is
+searched by k-means cells (`cell_knn`), about n * probe * cell size flops. A caller that already
 has an approximate neighbour graph (the vector index's HNSW, `FindsNeighbors` in
 core/ports.py) passes it as `ClusterInput.neighbors`; the strategies then search only
 those candidates, about n k dot products instead of n^2.

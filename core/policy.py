@@ -331,16 +331,17 @@ class MaintenancePolicy:
     cluster_neighbor_overfetch: int = _num(4)
     # ...but only from this many flagged memories: below it the k-NN searched by cells
     # (below) is far cheaper than one index query per memory: embedded Chroma answers
-    # a neighbour query in about 5 ms (benchmarks/results/knn_speed.md), the cells
-    # search about 0.07 ms a memory at 50k (consolidation_speed.md). 0 = whenever the
-    # index offers it.
+    # a neighbour query in about 0.7 ms at 10k, the cells search costs about 0.1 ms a
+    # memory up to 100k (benchmarks/results/knn_speed.md). 0 = whenever the index
+    # offers it.
     cluster_index_knn_min: int = _num(1_000_000)
-    # From this many flagged memories (and without the index's neighbours), each is
-    # compared only with the memories of the cluster_cell_probe cells (of about
-    # cluster_cell_size memories, around k-means centres) nearest its own: n^2 * probe /
-    # cells dot products instead of n^2. 0 = always exact. More probes find more of the
-    # exact k-NN's links at proportionally more cost: 24 find 99% of them on the
-    # consolidation benchmark's 50k synthetic memories, in a fifth of the exact time.
+    # From this many flagged memories (and without the index's neighbours) the k-NN is
+    # searched by cells: about n / cluster_cell_size k-means centres, each memory listed
+    # in the cluster_cell_probe cells nearest it and compared with the memories listed in
+    # its own nearest cell: n * probe * cell size dot products instead of n^2. 0 = always
+    # exact. More probes find more of the exact k-NN's links at proportionally more cost:
+    # 24 find 99% of them at 50k and 98% at 100k on the synthetic memories of
+    # benchmarks/results/knn_speed.md, in a quarter and an eighth of the exact time.
     cluster_cells_min: int = _num(20_000)
     cluster_cell_size: int = _num(300, _POSITIVE)
     cluster_cell_probe: int = _num(24, _POSITIVE)
