@@ -131,15 +131,29 @@ def knn(
             sim[start:stop] = np.take_along_axis(psim, order, axis=1)
             continue
         r, c = np.nonzero(s >= min_sim)
-        v = s[r, c]
-        order = np.lexsort((c, -v, r))  # by row, best first, then lower index
-        r, c, v = r[order], c[order], v[order]
-        first = np.searchsorted(r, r, side="left")
-        rank = np.arange(r.size) - first
-        keep = rank < kk
-        idx[start + r[keep], rank[keep]] = c[keep]
-        sim[start + r[keep], rank[keep]] = v[keep]
+        _best_per_row(idx, sim, start + r, c, s[r, c])
     return idx, sim
+
+
+def _best_per_row(
+    idx: npt.NDArray[np.int64],
+    sim: npt.NDArray[np.float32],
+    r: npt.NDArray[np.int64],
+    c: npt.NDArray[np.int64],
+    v: npt.NDArray[np.float32],
+) -> None:
+    """Fill each row r of `idx`/`sim` with its best columns among the (r, c, v) triples:
+    best first, the lower index on a tie, as many as a row holds; a triple listed twice
+    counts once."""
+    order = np.lexsort((c, -v, r))
+    r, c, v = r[order], c[order], v[order]
+    once = np.ones(r.size, dtype=bool)  # a triple listed twice is adjacent to itself now
+    once[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    r, c, v = r[once], c[once], v[once]
+    rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
+    keep = rank < idx.shape[1]
+    idx[r[keep], rank[keep]] = c[keep]
+    sim[r[keep], rank[keep]] = v[keep]
 
 
 def candidate_knn(
@@ -170,16 +184,7 @@ def candidate_knn(
     if min_sim is not None:
         keep = v >= min_sim
         r, c, v = r[keep], c[keep], v[keep]
-    order = np.lexsort((c, -v, r))  # by row, best first, then lower index
-    r, c, v = r[order], c[order], v[order]
-    once = np.ones(r.size, dtype=bool)  # a candidate listed twice is adjacent to itself now
-    once[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
-    r, c, v = r[once], c[once], v[once]
-    first = np.searchsorted(r, r, side="left")
-    rank = np.arange(r.size) - first
-    keep = rank < kk
-    idx[r[keep], rank[keep]] = c[keep]
-    sim[r[keep], rank[keep]] = v[keep]
+    _best_per_row(idx, sim, r, c, v)
     return idx, sim
 
 
@@ -225,23 +230,15 @@ def cell_knn(
         cell[start : start + _KNN_BLOCK_ROWS] = top[:, 0]
     own = _by_cell(cell, cells)
     holds = _by_cell(listed.ravel(), cells, listed.shape[1])
+    floor = -np.inf if min_sim is None else min_sim
     for c in range(cells):
         rows, cand = own[c], holds[c]
         if rows.size == 0:
             continue
         s = vectors[rows] @ vectors[cand].T
         s[rows[:, None] == cand[None, :]] = -np.inf  # a memory is not its own neighbour
-        floor = -np.inf if min_sim is None else min_sim
         r, col = np.nonzero(s >= floor)
-        v = s[r, col]
-        c_idx = cand[col]
-        order_rc = np.lexsort((c_idx, -v, r))  # by row, best first, then lower index
-        r, c_idx, v = r[order_rc], c_idx[order_rc], v[order_rc]
-        first = np.searchsorted(r, r, side="left")
-        rank = np.arange(r.size) - first
-        keep = rank < kk
-        idx[rows[r[keep]], rank[keep]] = c_idx[keep]
-        sim[rows[r[keep]], rank[keep]] = v[keep]
+        _best_per_row(idx, sim, rows[r], cand[col], s[r, col])
     return idx, sim
 
 
