@@ -127,12 +127,12 @@ def implicit_links(
             if (
                 r_new.cue and old.id not in versioned and sim >= p.loose_similarity
                 and min(lo.candidate.dense, hi.candidate.dense) >= p.loose_relevance
-                and updates.answers_alike(r_new, r_old, asked, policy, loose=True)
+                and updates.answers_alike(r_new, r_old, asked, policy, loose=True) is not None
             ):
                 guesses.setdefault(new.id, set()).add(old.id)
                 continue
         if sim < p.typed_similarity or not r_old.values:
-            continue  # "About my pay.": it names a subject, it states no value
+            continue  # the write path's judgement links a typed value only
         signals = updates.judge(r_new, r_old, sim, 0.0, policy)
         # only a typed value replaced by one of its type: a looser link here would join
         # two things' versions into one group for this recall
