@@ -9,7 +9,9 @@ journaled. A rerun first rolls any unfinished plan forward with the payloads it 
 so it reaches the state the interrupted run would have reached, without asking the LLM
 again and without re-flagging memories whose degree the half-done commit changed.
 Records come first and vectors second, like the engine's write path: a crash between
-the two leaves records that the plan's roll-forward (or `repair()`) indexes.
+the two leaves records that the plan's roll-forward (or `repair()`) indexes. A closed
+plan leaves nothing behind in the journal but its state, so the journal stays as small
+after a year of cycles as after one.
 """
 
 from __future__ import annotations
@@ -421,7 +423,13 @@ def _execute_plan(
         if nodes or retired:
             deps.index_nodes(nodes, retired)
         hook("vectors-indexed")
-    store.journal_put(ns, PLAN_KEY, {**plan, "state": "done"})
+    # The plan is carried out: its clusters' entries go, and the closed plan keeps no
+    # cluster (no synthesis text lingers in the journal). A crash before the plan closes
+    # finds clusters without entries; their commit is idempotent without one.
+    store.journal_delete(ns, [str(c["fingerprint"]) for c in clusters])
+    hook("journal:cleared")
+    store.journal_put(ns, PLAN_KEY, {**{k: v for k, v in plan.items() if k != "clusters"},
+                                     "state": "done", "clusters": []})
     hook("plan:done")
     return outcomes
 

@@ -167,6 +167,11 @@ class RecordStore(Protocol):
 
     def journal_put(self, namespace: str, fingerprint: str, entry: Mapping[str, Any]) -> None: ...
 
+    def journal_delete(self, namespace: str, fingerprints: Iterable[str]) -> None:
+        """Drop entries that finished their job (unknown ones are fine): a journal that
+        kept every finished cycle's entries would grow for as long as the store lives."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -194,6 +194,10 @@ class InMemoryStore:
     def journal_put(self, namespace: str, fingerprint: str, entry: Mapping[str, Any]) -> None:
         self._journal[(namespace, fingerprint)] = dict(entry)
 
+    def journal_delete(self, namespace: str, fingerprints: Iterable[str]) -> None:
+        for fp in fingerprints:
+            self._journal.pop((namespace, fp), None)
+
     @contextlib.contextmanager
     def lock(self, namespace: str, ttl_seconds: float = 60.0) -> Iterator[str]:
         token = uuid.uuid4().hex

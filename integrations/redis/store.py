@@ -531,6 +531,11 @@ class RedisStore:
         payload = dumps(dict(entry), "a journal entry")
         self._guard(self._client.hset, keys.journal, fingerprint, payload)
 
+    def journal_delete(self, namespace: str, fingerprints: Iterable[str]) -> None:
+        keys = self._keys(namespace)
+        for part in _chunks(sorted(set(fingerprints))):
+            self._guard(self._client.hdel, keys.journal, *part)
+
     def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AbstractContextManager[str]:
         """A lease on Redis's clock: it expires, so a crashed holder cannot wedge
         maintenance, and only the holder of its token releases it. A heartbeat renews it

@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from reverie.core.errors import InvalidInput, LockBusy
-from reverie.integrations.sqlite.database import Database
+from reverie.integrations.sqlite.database import Database, chunks, marks
 from reverie.integrations.store_values import Heartbeat, dumps, holder_dead, lease_holder
 
-__all__ = ["get_meta", "journal_get", "journal_put", "lease", "set_meta"]
+__all__ = ["get_meta", "journal_delete", "journal_get", "journal_put", "lease", "set_meta"]
 
 _USER_META_PREFIX = "user."  # user meta keys cannot collide with the store's own rows
 
@@ -68,6 +68,15 @@ def journal_put(db: Database, ns: str, fingerprint: str, entry: Mapping[str, Any
             "ON CONFLICT (namespace, fingerprint) DO UPDATE SET entry = excluded.entry",
             (ns, fingerprint, payload),
         )
+
+
+def journal_delete(db: Database, ns: str, fingerprints: Sequence[str]) -> None:
+    with db.write() as conn:
+        for keys in chunks(fingerprints):
+            conn.execute(
+                f"DELETE FROM journal WHERE namespace = ? AND fingerprint IN ({marks(len(keys))})",
+                (ns, *keys),
+            )
 
 
 @contextmanager

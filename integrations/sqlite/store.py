@@ -550,6 +550,11 @@ class SQLiteStore:
     def journal_put(self, namespace: str, fingerprint: str, entry: Mapping[str, Any]) -> None:
         leases.journal_put(self._db, validate_namespace(namespace), fingerprint, entry)
 
+    def journal_delete(self, namespace: str, fingerprints: Iterable[str]) -> None:
+        keys = sorted(set(fingerprints))
+        if keys:
+            leases.journal_delete(self._db, validate_namespace(namespace), keys)
+
     def lock(self, namespace: str, ttl_seconds: float = 60.0) -> AbstractContextManager[str]:
         """A lease, not a mutex: it expires, so a crashed holder cannot wedge maintenance."""
         ns = validate_namespace(namespace)

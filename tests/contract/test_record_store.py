@@ -549,6 +549,25 @@ def test_journal_round_trip(record_store: RecordStore) -> None:
     assert record_store.journal_get("other", "fp") is None
 
 
+def test_journal_delete_drops_only_the_given_entries_of_the_namespace(
+    record_store: RecordStore,
+) -> None:
+    for fp in ("a", "b", "c"):
+        record_store.journal_put("ns", fp, {"fp": fp})
+    record_store.journal_put("other", "a", {"fp": "a"})
+    record_store.journal_delete("ns", ["a", "c", "never-written"])
+    assert record_store.journal_get("ns", "a") is None
+    assert record_store.journal_get("ns", "c") is None
+    assert dict(record_store.journal_get("ns", "b") or {}) == {"fp": "b"}
+    assert dict(record_store.journal_get("other", "a") or {}) == {"fp": "a"}
+    record_store.journal_delete("ns", [])  # nothing to drop is fine
+    many = [f"fp-{i}" for i in range(1200)]  # more than one statement's or call's worth
+    for fp in many:
+        record_store.journal_put("ns", fp, {})
+    record_store.journal_delete("ns", many)
+    assert all(record_store.journal_get("ns", fp) is None for fp in many[::97])
+
+
 def test_meta_round_trip(record_store: RecordStore) -> None:
     assert record_store.get_meta("embedder") is None
     record_store.set_meta("embedder", "all-MiniLM-L6-v2/384")

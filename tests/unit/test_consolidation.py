@@ -230,6 +230,35 @@ def test_cycle_consolidates_topics_and_recall_reports_every_source() -> None:
     assert engine.vectors.ids("default") >= {c.synthesis_id for c in report.clusters}
 
 
+def test_a_finished_cycle_leaves_only_its_closed_plan_in_the_journal() -> None:
+    # the journal would otherwise grow by an entry per cluster, and keep every synthesis
+    # text of the last cycle, for as long as the store lives
+    engine = noisy_engine()
+    report = engine.consolidate()
+    assert len(report.committed) == 2
+    for c in report.clusters:
+        assert engine.store.journal_get("default", c.fingerprint) is None
+    plan = engine.store.journal_get("default", PLAN_KEY)
+    assert plan is not None and plan["state"] == "done" and plan["clusters"] == []
+    assert not any(c.preview in str(plan) for c in report.clusters)
+
+
+def test_a_crash_after_the_entries_are_cleared_converges_on_rerun() -> None:
+    steps: list[str] = []
+    noisy_engine().consolidate(kill_hook=steps.append)
+    engine = noisy_engine()
+    with pytest.raises(Crash, match="journal:cleared"):
+        engine.consolidate(kill_hook=crash_at(steps.index("journal:cleared") + 1))
+    pending = engine.store.journal_get("default", PLAN_KEY)
+    assert pending is not None and pending["state"] == "indexing"
+    committed = state(engine)
+    rerun = engine.consolidate()
+    # the rerun finds every cluster committed and without an entry, and changes nothing
+    assert rerun.resumed == 2 and rerun.clusters == []
+    assert state(engine)[:2] == committed[:2]
+    assert engine.store.journal_get("default", PLAN_KEY)["clusters"] == []  # type: ignore[index]
+
+
 def test_a_second_run_converges() -> None:
     engine = noisy_engine()
     first = engine.consolidate()
