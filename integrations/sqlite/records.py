@@ -9,6 +9,7 @@ migration, only a new lookup does.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,19 +29,24 @@ __all__ = [
 class Row:
     """What commit needs to know about the stored version of a memory."""
 
-    __slots__ = ("active", "seq", "text", "version")
+    __slots__ = ("active", "created", "entities", "seq", "text", "version")
 
-    def __init__(self, seq: int, version: int, status: str, text: str) -> None:
+    def __init__(
+        self, seq: int, version: int, status: str, text: str, created: int,
+        entities: str | None,
+    ) -> None:
         self.seq = seq
         self.version = version
         self.active = status == Status.ACTIVE.value
         self.text = text
+        self.created = created  # the time its entity rows carry
+        self.entities = entities  # the record's entity list as JSON text (None: no list)
 
 
 def stored(conn: sqlite3.Connection, ns: str, memory_id: str) -> Row | None:
     row = conn.execute(
-        "SELECT seq, version, status, json_extract(record, '$.text') FROM memories "
-        "WHERE namespace = ? AND id = ?",
+        "SELECT seq, version, status, json_extract(record, '$.text'), created_at, "
+        "json_extract(record, '$.entities') FROM memories WHERE namespace = ? AND id = ?",
         (ns, memory_id),
     ).fetchone()
     return None if row is None else Row(*row)
@@ -133,14 +139,20 @@ def put(
         active=m.is_active,
         text=m.text,
     )
+    created = micros(m.created_at)
+    entities = sorted(m.entities)
+    if (
+        old is not None and old.created == created and old.entities is not None
+        and json.loads(old.entities) == entities
+    ):
+        return  # a change of status or of the record alone: the entity rows still hold
     conn.execute(
         "DELETE FROM memory_entities WHERE namespace = ? AND memory_id = ?", (ns, m.id)
     )
-    created = micros(m.created_at)
     conn.executemany(
         "INSERT INTO memory_entities (namespace, entity, memory_id, created_at) "
         "VALUES (?, ?, ?, ?)",
-        [(ns, entity, m.id, created) for entity in sorted(m.entities)],
+        [(ns, entity, m.id, created) for entity in entities],
     )
 
 

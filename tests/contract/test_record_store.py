@@ -263,6 +263,20 @@ def test_find_by_entity_newest_active_first_with_limit(record_store: RecordStore
     assert h3 is not None
     put(record_store, h3.evolve(entities=frozenset({"x"})))
     assert [m.id for m in record_store.find_by_entity("ns", "alice", 10)] == ["h2", "h1"]
+    # A change of status alone keeps the memory's entities; a new time reorders it.
+    h2 = record_store.get("ns", "h2")
+    assert h2 is not None
+    put(record_store, h2.evolve(status=Status.CONSOLIDATED))
+    assert [m.id for m in record_store.find_by_entity("ns", "alice", 10)] == ["h1"]
+    h2 = record_store.get("ns", "h2")
+    assert h2 is not None
+    put(record_store, h2.evolve(status=Status.ACTIVE))
+    assert [m.id for m in record_store.find_by_entity("ns", "alice", 10)] == ["h2", "h1"]
+    h1 = record_store.get("ns", "h1")
+    assert h1 is not None
+    put(record_store, h1.evolve(created_at=T0 + timedelta(hours=9),
+                                valid_from=T0 + timedelta(hours=9)))
+    assert [m.id for m in record_store.find_by_entity("ns", "alice", 10)] == ["h1", "h2"]
 
 
 def test_scan_filters_and_pages_in_a_stable_order(record_store: RecordStore) -> None:
