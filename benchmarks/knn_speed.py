@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 def measure(n: int, tmp: Path, hnsw: bool) -> dict[str, Any]:
     from consolidation_speed import synthetic
 
-    from reverie.core.cluster_base import candidate_knn, cell_knn, knn
+    from reverie.core.cluster_base import candidate_knn, knn, policy_cell_knn
     from reverie.core.policy import Policy
     from reverie.core.ports import VectorItem
     from reverie.integrations.chroma.index import ChromaIndex
@@ -51,9 +51,8 @@ def measure(n: int, tmp: Path, hnsw: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     e_idx, _ = knn(vecs, k, min_sim=bar)
     exact_s = time.perf_counter() - t0
-    m = policy.maintenance
     t0 = time.perf_counter()
-    c_idx, _ = cell_knn(vecs, k, bar, max(1, n // m.cluster_cell_size), m.cluster_cell_probe)
+    c_idx, _ = policy_cell_knn(vecs, k, bar, policy)
     cell_s = time.perf_counter() - t0
     exact_links = {(r, int(j)) for r in range(n) for j in e_idx[r] if j >= 0}
     cell_links = {(r, int(j)) for r in range(n) for j in c_idx[r] if j >= 0}

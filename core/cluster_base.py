@@ -252,22 +252,29 @@ def _by_cell(cell: npt.NDArray[np.int64], cells: int, per_row: int = 1) -> list[
     return [rows[bounds[c] : bounds[c + 1]] for c in range(cells)]
 
 
+def policy_cell_knn(
+    vectors: npt.NDArray[np.float32], k: int, min_sim: float | None, policy: Policy,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """`cell_knn` with the policy's cell size and probes."""
+    m = policy.maintenance
+    cells = max(1, len(vectors) // m.cluster_cell_size)
+    return cell_knn(vectors, k, min_sim, cells, m.cluster_cell_probe)
+
+
 def nearest(
     items: ClusterInput,
     vectors: npt.NDArray[np.float32],
     k: int,
-    min_sim: float | None = None,
-    policy: Policy | None = None,
+    min_sim: float | None,
+    policy: Policy,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """The k-NN the strategies link on: among the given candidates when the input has
     them; else near each row only from `cluster_cells_min` rows on (`cell_knn`), else
     exact."""
     if items.neighbors is not None:
         return candidate_knn(vectors, items.neighbors, k, min_sim=min_sim)
-    m = policy.maintenance if policy is not None else None
-    if m is not None and 0 < m.cluster_cells_min <= len(vectors):
-        cells = max(1, len(vectors) // m.cluster_cell_size)
-        return cell_knn(vectors, k, min_sim, cells, m.cluster_cell_probe)
+    if 0 < policy.maintenance.cluster_cells_min <= len(vectors):
+        return policy_cell_knn(vectors, k, min_sim, policy)
     return knn(vectors, k, min_sim=min_sim)
 
 

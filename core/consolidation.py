@@ -428,8 +428,7 @@ def _execute_plan(
     # finds clusters without entries; their commit is idempotent without one.
     store.journal_delete(ns, [str(c["fingerprint"]) for c in clusters])
     hook("journal:cleared")
-    store.journal_put(ns, PLAN_KEY, {**{k: v for k, v in plan.items() if k != "clusters"},
-                                     "state": "done", "clusters": []})
+    store.journal_put(ns, PLAN_KEY, {**plan, "state": "done", "clusters": []})
     hook("plan:done")
     return outcomes
 
