@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -293,13 +293,16 @@ def merged(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[st
     return [by_size[n] for n in sorted(by_size)]
 
 
-def exponents(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Least-squares slope of log(cost) against log(memories): cost ~ n^exponent."""
+def exponents(rows: list[dict[str, Any]],
+              growth: dict[str, Callable[[dict[str, Any]], float]] | None = None,
+              ) -> dict[str, float]:
+    """Least-squares slope of log(cost) against log(memories): cost ~ n^exponent, for each
+    cost of `growth` (this benchmark's by default)."""
     if len(rows) < 2:
         return {}
     x = np.log([r["memories"] for r in rows])
     out = {}
-    for name, get in GROWTH.items():
+    for name, get in (growth or GROWTH).items():
         y = np.log([max(get(r), 1e-9) for r in rows])
         out[name] = float(np.polyfit(x, y, 1)[0])
     return out
