@@ -22,9 +22,10 @@ the same term rules), which `tests/integration/test_redis_lexical.py` checks.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from reverie.core.models import Status
 from reverie.core.ports import LexicalHit
@@ -34,8 +35,9 @@ from reverie.integrations.redis.keys import NamespaceKeys
 from reverie.integrations.redis.plan import LOG_MAX
 from reverie.integrations.redis.reads import Pipelined, Steps, chunks, records, seqs, unique
 
-__all__ = ["MirrorSet", "mirrored_search"]
+__all__ = ["MirrorSet", "filled_mirror", "mirrored_search", "up_to_date"]
 
+_log = logging.getLogger(__name__)
 _REPLAY_MAX = LOG_MAX  # a safeguard: the log never holds much more than this
 _MIRRORS = 64  # namespaces mirrored per store (least recently used go)
 
@@ -55,6 +57,41 @@ class MirrorSet:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._mirrors: OrderedDict[str, Bm25Mirror] = OrderedDict()
+        self._filling: dict[str, threading.Thread] = {}
+        self._closed = False
+
+    def fill(self, ns: str, read: Callable[[], Bm25Mirror | None]) -> None:
+        """Fill the mirror of `ns` with `read()` on a thread of its own, unless one is at
+        it already. A failed fill installs nothing (it is logged); the next search that
+        finds no mirror starts another."""
+        def work() -> None:
+            try:
+                fresh = read()
+                if fresh is not None:
+                    self.install(ns, fresh)
+            except Exception:
+                _log.warning("filling the BM25 mirror of %r failed; recall uses the script "
+                             "until a later fill succeeds", ns, exc_info=True)
+            finally:
+                with self._lock:
+                    self._filling.pop(ns, None)
+
+        with self._lock:
+            if self._closed or ns in self._filling:
+                return
+            t = self._filling[ns] = threading.Thread(
+                target=work, name="reverie-bm25-fill", daemon=True)
+        t.start()
+
+    def wait(self, ns: str, timeout: float | None = None) -> bool:
+        """Wait for a fill of `ns` under way (at most `timeout` seconds); True when none
+        is running any more."""
+        with self._lock:
+            t = self._filling.get(ns)
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
 
     def position(self, ns: str) -> int | None:
         with self._lock:
@@ -63,6 +100,8 @@ class MirrorSet:
 
     def install(self, ns: str, fresh: Bm25Mirror) -> None:
         with self._lock:
+            if self._closed:
+                return
             old = self._mirrors.get(ns)
             if old is None or old.generation <= fresh.generation:
                 self._mirrors[ns] = fresh
@@ -107,7 +146,10 @@ class MirrorSet:
                     m.remove_id(memory_id)
 
     def clear(self) -> None:
+        """The store is closing: every mirror goes, and a fill still running installs
+        nothing."""
         with self._lock:
+            self._closed = True
             self._mirrors.clear()
 
 
@@ -122,13 +164,29 @@ def _documents(keys: NamespaceKeys, ids: Sequence[str]) -> Steps[list[tuple[int,
 
 
 def mirrored_search(
-    mirrors: MirrorSet, keys: NamespaceKeys, ns: str, query: str, k: int
+    mirrors: MirrorSet, keys: NamespaceKeys, ns: str, query: str, k: int,
+    build: Callable[[], None],
 ) -> Steps[list[LexicalHit] | None]:
     """BM25 top k from this worker's mirror of `ns`, brought up to date first; None when
-    the namespace has no change log yet (the caller scores with the Lua script)."""
+    the caller should score with the Lua script instead: the namespace has no change log
+    yet, or the mirror has to be filled from scratch, which `build` starts in the
+    background (a worker's first recall waits for a few postings, not for the namespace)."""
     terms = query_terms(query)
     if not terms or k <= 0:
         return []
+    ready = yield from up_to_date(mirrors, keys, ns)
+    if ready is None:
+        return None
+    if not ready:
+        build()
+        return None
+    return mirrors.top(ns, terms, k)
+
+
+def up_to_date(mirrors: MirrorSet, keys: NamespaceKeys, ns: str) -> Steps[bool | None]:
+    """Bring the mirror of `ns` up to the change log by replaying it; False when it has
+    to be filled from scratch (never filled, or its position was trimmed from the log),
+    None when the namespace has no log."""
     last, first = yield Pipelined(
         (("xrevrange", keys.lexlog, "+", "-", 1), ("xrange", keys.lexlog, "-", "+", 1)),
         atomic=False,
@@ -139,23 +197,29 @@ def mirrored_search(
     newest, oldest = _position(last[0][0]), _position(first[0][0])
     at = mirrors.position(ns)
     if at == newest:
-        return mirrors.top(ns, terms, k)
-    rebuild = at is None or oldest > at  # never mirrored, or its position was trimmed
-    entries: list[tuple[str, dict[str, str]]] = []
-    if not rebuild:
-        assert at is not None
-        entries = yield ("xrange", keys.lexlog, f"({_entry_id(at)}", "+", _REPLAY_MAX + 1)
-        rebuild = len(entries) > _REPLAY_MAX
-    if rebuild:
-        ids: list[str] = yield ("zrange", keys.status(Status.ACTIVE.value), 0, -1)
-        fresh = Bm25Mirror((0, 0), newest)
-        for part in chunks(ids):
-            fresh.add_many((yield from _documents(keys, part)))
-        mirrors.install(ns, fresh)
-    else:
-        assert at is not None
-        changed = unique(fields["id"] for _, fields in entries)
-        docs = yield from _documents(keys, changed)
-        moved = max([newest, *(_position(e) for e, _ in entries)])
-        mirrors.apply(ns, at, changed, docs, moved)
-    return mirrors.top(ns, terms, k)
+        return True
+    if at is None or oldest > at:
+        return False
+    entries: list[tuple[str, dict[str, str]]] = yield (
+        "xrange", keys.lexlog, f"({_entry_id(at)}", "+", _REPLAY_MAX + 1)
+    if len(entries) > _REPLAY_MAX:
+        return False
+    changed = unique(fields["id"] for _, fields in entries)
+    docs = yield from _documents(keys, changed)
+    moved = max([newest, *(_position(e) for e, _ in entries)])
+    mirrors.apply(ns, at, changed, docs, moved)
+    return True
+
+
+def filled_mirror(keys: NamespaceKeys) -> Steps[Bm25Mirror | None]:
+    """A mirror of the namespace's active texts, at the log position read before them
+    (writes after it are replayed by the next search; replaying one already in is
+    harmless). None when the namespace has no log."""
+    last = yield ("xrevrange", keys.lexlog, "+", "-", 1)
+    if not last:
+        return None
+    ids: list[str] = yield ("zrange", keys.status(Status.ACTIVE.value), 0, -1)
+    fresh = Bm25Mirror((0, 0), _position(last[0][0]))
+    for part in chunks(ids):
+        fresh.add_many((yield from _documents(keys, part)))
+    return fresh

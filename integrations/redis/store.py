@@ -72,7 +72,12 @@ from reverie.integrations.redis.keys import (
     validate_prefix,
 )
 from reverie.integrations.redis.lexical import BM25_SCRIPT
-from reverie.integrations.redis.lexical_mirror import MirrorSet, mirrored_search
+from reverie.integrations.redis.lexical_mirror import (
+    MirrorSet,
+    filled_mirror,
+    mirrored_search,
+    up_to_date,
+)
 from reverie.integrations.redis.plan import (
     DECODED,
     CheckedBatch,
@@ -500,15 +505,37 @@ class RedisStore:
     def search(self, namespace: str, query: str, k: int) -> list[LexicalHit]:
         """BM25 over the namespace's active texts (postings hold nothing else), scored in
         this process by a mirror kept exact by the namespace's change log
-        (`redis.lexical_mirror`); a namespace written before the log has one is scored by
-        the Lua script beside the postings (`redis.lexical`). Same scores either way."""
+        (`redis.lexical_mirror`). Until this process's mirror is filled (on a thread of
+        its own, started by the first search) and for a namespace written before the log
+        existed, the Lua script beside the postings scores (`redis.lexical`). Same scores
+        either way."""
         keys = self._keys(namespace)
         hits = self._guard(
-            self._run, mirrored_search(self._mirrors, keys, keys.namespace, query, k)
+            self._run,
+            mirrored_search(self._mirrors, keys, keys.namespace, query, k,
+                            lambda: self._fill_mirror(keys)),
         )
         if hits is None:
             hits = self._guard(self._run, reads.search(keys, query, k))
         return hits
+
+    def warm_lexical(self, namespace: str, timeout: float | None = None) -> bool:
+        """Fill this process's BM25 mirror of `namespace` now and wait for it (at most
+        `timeout` seconds): for a worker that would rather pay the fill at start-up than
+        have its first recalls scored by the Redis server. True when the mirror is up to
+        date (or the namespace has no change log, so the script scores it)."""
+        keys = self._keys(namespace)
+        ns = keys.namespace
+        ready = self._guard(self._run, up_to_date(self._mirrors, keys, ns))
+        if ready is False:
+            self._fill_mirror(keys)
+            if not self._mirrors.wait(ns, timeout):
+                return False
+            ready = self._guard(self._run, up_to_date(self._mirrors, keys, ns))
+        return ready is not False
+
+    def _fill_mirror(self, keys: NamespaceKeys) -> None:
+        self._mirrors.fill(keys.namespace, lambda: self._guard(self._run, filled_mirror(keys)))
 
     # --- meta, journal, lock --------------------------------------------------------------
 

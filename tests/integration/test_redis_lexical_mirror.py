@@ -44,6 +44,19 @@ def lua(store: RedisStore, ns: str, query: str, k: int) -> list[tuple[str, float
     return [(h.id, h.score) for h in store._run(reads.search(store._keys(ns), query, k))]
 
 
+def script_calls(store: RedisStore) -> int:
+    """EVALSHA calls the server has carried out (every node's, on a cluster); a call
+    refused with NOSCRIPT (then loaded and called again) is not one."""
+    client = store.client
+    if hasattr(client, "get_nodes"):  # a cluster: every primary's own counts
+        nodes = [client.get_redis_connection(n).info("commandstats")
+                 for n in client.get_primaries()]
+    else:
+        nodes = [client.info("commandstats")]
+    calls = [n.get("cmdstat_evalsha", {}) for n in nodes]
+    return sum(int(c.get("calls", 0)) - int(c.get("failed_calls", 0)) for c in calls)
+
+
 def check(store: RedisStore, ns: str, k: int = 8) -> int:
     compared = 0
     for q in QUERIES:
@@ -65,8 +78,9 @@ def test_a_worker_sees_another_workers_writes_exactly(
     reader, writer = workers
     ms = corpus("ns")
     writer.commit(WriteBatch("ns", tuple(ms)))
-    assert check(reader, "ns") > 30  # built the reader's mirror; the queries match things
+    assert reader.warm_lexical("ns", timeout=30)
     assert "ns" in reader._mirrors._mirrors  # served by the mirror, not the script
+    assert check(reader, "ns") > 30  # the queries match things
     writer.commit(WriteBatch("ns", (
         ms[0].evolve(text="Maya now drinks black coffee in Porto"),
         ms[1].evolve(status=Status.SUPERSEDED),
@@ -84,10 +98,16 @@ def test_a_trimmed_log_or_a_recreated_namespace_rebuilds_the_mirror(
     reader, writer = workers
     ms = corpus("ns")
     writer.commit(WriteBatch("ns", tuple(ms)))
+    assert reader.warm_lexical("ns", timeout=30)
     check(reader, "ns")
+    filled = reader._mirrors._mirrors["ns"]
     extra = make_memory(namespace="ns", text="Melanie ran a charity race")
     writer.commit(WriteBatch("ns", (extra,)))
-    writer._client.xtrim(writer._keys("ns").lexlog, maxlen=1)  # the reader's position is gone
+    # the reader's position is gone from the log
+    writer._client.xtrim(writer._keys("ns").lexlog, maxlen=1, approximate=False)
+    check(reader, "ns")  # the script scores while the mirror is filled again
+    assert reader.warm_lexical("ns", timeout=30)
+    assert reader._mirrors._mirrors["ns"] is not filled
     check(reader, "ns")
     writer.delete_namespace("ns")
     assert reader.search("ns", "Melanie painted a sunrise", 5) == []
@@ -106,8 +126,11 @@ def test_a_namespace_without_a_log_is_scored_by_the_script(
     writer.commit(WriteBatch("ns", tuple(corpus("ns"))))
     writer._client.delete(writer._keys("ns").lexlog)  # as a reverie before the log wrote it
     assert check(reader, "ns") > 30
+    assert "ns" not in reader._mirrors._mirrors
     writer.commit(WriteBatch("ns", (make_memory(namespace="ns", text="Melanie paints"),)))
-    check(reader, "ns")  # the first write started a log: rebuilt from the records
+    assert reader.warm_lexical("ns", timeout=30)  # the first write started a log
+    assert "ns" in reader._mirrors._mirrors
+    check(reader, "ns")
 
 
 def test_delete_drops_the_text_from_this_workers_mirror_at_once(
@@ -116,10 +139,39 @@ def test_delete_drops_the_text_from_this_workers_mirror_at_once(
     store, _ = workers
     ms = corpus("ns")
     store.commit(WriteBatch("ns", tuple(ms)))
-    store.search("ns", "Melanie", 5)
+    assert store.warm_lexical("ns", timeout=30)
     mirror = store._mirrors._mirrors["ns"]
     before = len(mirror)
     store.delete("ns", [ms[0].id])
     assert len(mirror) == before - 1
     store.delete_namespace("ns")
     assert "ns" not in store._mirrors._mirrors
+
+
+def test_a_new_workers_first_search_does_not_wait_for_its_mirror(
+    workers: tuple[RedisStore, RedisStore],
+) -> None:
+    """A restarted worker answers at once (the script scores the postings on the server)
+    while its mirror is filled beside it; the scores are the same either way."""
+    reader, writer = workers
+    writer.commit(WriteBatch("ns", tuple(corpus("ns"))))
+    scripts_before = script_calls(reader)
+    first = [(h.id, h.score) for h in reader.search("ns", "Melanie painted a sunrise", 8)]
+    assert script_calls(reader) == scripts_before + 1  # scored on the server, not filled first
+    assert first == lua(reader, "ns", "Melanie painted a sunrise", 8)
+    assert reader._mirrors.wait("ns", timeout=30)  # the search started the fill
+    assert "ns" in reader._mirrors._mirrors
+    assert [(h.id, h.score) for h in reader.search("ns", "Melanie painted a sunrise", 8)] == (
+        pytest.approx(first))
+    check(reader, "ns")
+
+
+def test_a_closed_store_installs_no_mirror_from_a_fill_still_running(
+    workers: tuple[RedisStore, RedisStore],
+) -> None:
+    reader, writer = workers
+    writer.commit(WriteBatch("ns", tuple(corpus("ns"))))
+    reader.search("ns", "Melanie", 5)  # starts the fill
+    reader.close()
+    reader._mirrors.wait("ns", timeout=30)
+    assert reader._mirrors._mirrors == {}
