@@ -407,7 +407,8 @@ def _execute_plan(
                 )
                 try:
                     node, members = commit_cluster(
-                        store, ns, ids, payload, now, hook, syn.synthesizer
+                        store, ns, ids, payload, now, hook, syn.synthesizer,
+                        in_transaction=deps.together is not None,
                     )
                 except ClusterStale as e:
                     outcomes.append(_outcome(fp, ids, syn, False, str(e)))
