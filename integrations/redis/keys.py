@@ -29,6 +29,8 @@ key (after the prefix)       type     holds
                                       (redis.lexical_mirror), capped near LOG_MAX entries
 {ns}:emb                     hash     id -> base64 embedding (kept_vectors: half precision), for
                                       recall's lexical-only candidates; deleted with the record
+{ns}:wrote                   zset     "last" -> the newest updated_at written (microseconds;
+                                      ZADD GT): maintenance_due's idle signal, no scan
 {ns}:journal                 hash     consolidation fingerprint -> JSON entry
 {ns}:lock                    string   "<expires ms>|<token>|<holder>" with a PX expiry
 {ns}:vq                      list     queued vector-index writes, JSON, oldest first
@@ -77,7 +79,7 @@ class NamespaceKeys:
     __slots__ = (
         "adj_prefix", "all", "base", "doc", "doclen", "edges", "emb", "journal", "lexlog",
         "lock", "namespace", "outbox", "outbox_done", "outbox_lease", "outbox_pushed",
-        "outbox_waiters", "registry", "seq", "stats",
+        "outbox_waiters", "registry", "seq", "stats", "wrote",
     )
 
     def __init__(self, prefix: str, namespace: str) -> None:
@@ -94,6 +96,7 @@ class NamespaceKeys:
         self.lexlog = self.base + "lex:log"
         self.emb = self.base + "emb"
         self.journal = self.base + "journal"
+        self.wrote = self.base + "wrote"
         self.lock = self.base + "lock"
         self.outbox = self.base + "vq"
         self.outbox_pushed = self.base + "vq:pushed"

@@ -299,7 +299,13 @@ def plan_commit(batch: CheckedBatch, stored: Stored, first_seq: int) -> list[Com
         cmds.append(("HINCRBY", k.stats, "terms", terms_delta))
     if registry:
         cmds.append(("SADD", k.registry, *sorted(registry)))
+    if batch.puts:  # only ever forward: an older restore leaves it
+        newest = max(micros(m.updated_at or m.created_at) for m, _ in batch.puts)
+        cmds.append(("ZADD", k.wrote, "GT", newest, LAST_WRITE))
     return cmds
+
+
+LAST_WRITE = "last"  # the one member of `{ns}:wrote`
 
 
 # Lexical change-log entries kept per namespace (approximately: MAXLEN ~). A worker whose
@@ -398,7 +404,7 @@ def plan_drop_namespace(
     keys, the per-item keys its registry lists and the records of `ids` (read under
     WATCH of `all` and the registry, so a concurrent writer forces a re-read)."""
     names = [keys.seq, keys.all, keys.edges, keys.doclen, keys.doc, keys.stats,
-             keys.emb, keys.lexlog, keys.journal, keys.registry, keys.outbox,
+             keys.emb, keys.lexlog, keys.journal, keys.wrote, keys.registry, keys.outbox,
              keys.outbox_pushed, keys.outbox_done]
     names += [keys.status(s.value) for s in Status] + [keys.tier(t.value) for t in Tier]
     names += sorted(registry) + [keys.record(i) for i in ids]

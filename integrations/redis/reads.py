@@ -28,6 +28,7 @@ from reverie.integrations.kept_vectors import from_bytes, to_bytes
 from reverie.integrations.redis.keys import NamespaceKeys
 from reverie.integrations.redis.lexical import BM25_ARGS
 from reverie.integrations.redis.plan import (
+    LAST_WRITE,
     CheckedBatch,
     Stored,
     edge_field,
@@ -200,6 +201,22 @@ def find_by_entity(keys: NamespaceKeys, entity: str, limit: int) -> Steps[list[M
     active = [m for m in found.values() if m.is_active]
     ranked = sorted(active, key=lambda m: (m.created_at, order.get(m.id, 0)), reverse=True)
     return ranked[: int(limit)]
+
+
+def last_write(keys: NamespaceKeys) -> Steps[int | None]:
+    """The newest updated_at (microseconds) the namespace's writes recorded, if any."""
+    score = yield ("zscore", keys.wrote, LAST_WRITE)
+    return None if score is None else int(score)
+
+
+def newest_active(keys: NamespaceKeys, limit: int) -> Steps[list[Memory]]:
+    """The `limit` most recently inserted active memories, oldest first: the end of the
+    active set (ordered by seq), as SQLite reads the end of its seq index."""
+    if limit <= 0:
+        return []
+    ids = list((yield ("zrevrange", keys.status(Status.ACTIVE.value), 0, int(limit) - 1)))
+    found = yield from records(keys, ids)
+    return [found[i] for i in reversed(ids) if i in found and found[i].is_active]
 
 
 # --- what a write reads ------------------------------------------------------------------

@@ -80,6 +80,7 @@ from reverie.integrations.redis.lexical_mirror import (
 )
 from reverie.integrations.redis.plan import (
     DECODED,
+    LAST_WRITE,
     CheckedBatch,
     Command,
     check_batch,
@@ -97,8 +98,10 @@ from reverie.integrations.store_values import (
     check_ttl,
     check_window,
     dumps,
+    from_micros,
     holder_dead,
     lease_holder,
+    micros,
 )
 from reverie.integrations.urls import redact
 
@@ -485,6 +488,26 @@ class RedisStore:
         while pages is not None and after is not None:
             found, after = self._guard(self._run, pages.page(after))
             yield from found
+
+    def last_write(self, namespace: str) -> datetime | None:
+        """When a record of the namespace was last written (its newest `updated_at`), from
+        one stored value kept by every write (`KnowsRecentWrites`). A namespace written
+        before that value existed is scanned once, and the result kept."""
+        keys = self._keys(namespace)
+        stamp = self._guard(self._run, reads.last_write(keys))
+        if stamp is not None:
+            return from_micros(stamp)
+        latest = max((micros(m.updated_at or m.created_at) for m in self.scan(namespace)),
+                     default=None)
+        if latest is None:
+            return None
+        self._guard(lambda: self._client.zadd(keys.wrote, {LAST_WRITE: latest}, gt=True))
+        return from_micros(latest)
+
+    def newest_active(self, namespace: str, limit: int) -> list[Memory]:
+        """The `limit` most recently inserted active memories, oldest first, read from the
+        end of the active set (`KnowsRecentWrites`)."""
+        return self._guard(self._run, reads.newest_active(self._keys(namespace), limit))
 
     def count(self, namespace: str) -> dict[str, int]:
         return self._guard(self._run, reads.count(self._keys(namespace)))
