@@ -70,8 +70,9 @@ class MirrorSet:
                 if fresh is not None:
                     self.install(ns, fresh)
             except Exception:
-                _log.warning("filling the BM25 mirror of %r failed; recall uses the script "
-                             "until a later fill succeeds", ns, exc_info=True)
+                if not self._closed:  # a store closed under a fill is no failure
+                    _log.warning("filling the BM25 mirror of %r failed; recall uses the "
+                                 "script until a later fill succeeds", ns, exc_info=True)
             finally:
                 with self._lock:
                     self._filling.pop(ns, None)

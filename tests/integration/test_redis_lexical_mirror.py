@@ -167,7 +167,7 @@ def test_a_new_workers_first_search_does_not_wait_for_its_mirror(
 
 
 def test_a_closed_store_installs_no_mirror_from_a_fill_still_running(
-    workers: tuple[RedisStore, RedisStore],
+    workers: tuple[RedisStore, RedisStore], caplog: pytest.LogCaptureFixture,
 ) -> None:
     reader, writer = workers
     writer.commit(WriteBatch("ns", tuple(corpus("ns"))))
@@ -175,3 +175,4 @@ def test_a_closed_store_installs_no_mirror_from_a_fill_still_running(
     reader.close()
     reader._mirrors.wait("ns", timeout=30)
     assert reader._mirrors._mirrors == {}
+    assert not [r for r in caplog.records if "BM25 mirror" in r.getMessage()]
