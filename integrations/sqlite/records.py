@@ -150,9 +150,9 @@ def put(
         "DELETE FROM memory_entities WHERE namespace = ? AND memory_id = ?", (ns, m.id)
     )
     conn.executemany(
-        "INSERT INTO memory_entities (namespace, entity, memory_id, created_at) "
-        "VALUES (?, ?, ?, ?)",
-        [(ns, entity, m.id, created) for entity in entities],
+        "INSERT INTO memory_entities (namespace, entity, memory_id, created_at, seq) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [(ns, entity, m.id, created, seq) for entity in entities],
     )
 
 

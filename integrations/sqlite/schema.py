@@ -291,6 +291,23 @@ def _migrate_to_6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE namespace_ids DROP COLUMN created_gen")
 
 
+def _migrate_to_7(conn: sqlite3.Connection) -> None:
+    """`find_by_entity` orders by creation time, then insertion order (seq), newest first,
+    and stops at its limit. With seq only in `memories`, every entity row of one creation
+    time had to be read and sorted first: memories written at one time (a bulk import, a
+    fixed clock) made each lookup cost all of an entity's rows, which observe does for every
+    entity of every new memory. With seq in the entity row, the index answers in order."""
+    conn.execute("ALTER TABLE memory_entities ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        "UPDATE memory_entities SET seq = coalesce((SELECT m.seq FROM memories m "
+        "WHERE m.namespace = memory_entities.namespace AND m.id = memory_entities.memory_id), 0)"
+    )
+    conn.execute("DROP INDEX IF EXISTS entities_by_time")
+    conn.execute(
+        "CREATE INDEX entities_by_time ON memory_entities (namespace, entity, created_at, seq)"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
@@ -298,5 +315,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_4,
     _migrate_to_5,
     _migrate_to_6,
+    _migrate_to_7,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -398,7 +398,7 @@ class SQLiteStore:
                 SELECT m.record FROM memory_entities e
                 JOIN memories m ON m.namespace = e.namespace AND m.id = e.memory_id
                 WHERE e.namespace = ? AND e.entity = ? AND m.status = 'active'
-                ORDER BY e.created_at DESC, m.seq DESC
+                ORDER BY e.created_at DESC, e.seq DESC
                 LIMIT ?
                 """,
                 (ns, entity, int(limit)),

@@ -236,7 +236,12 @@ def test_four_processes_touching_one_memory_lose_no_count(tmp_path: Path) -> Non
 def _as_version_1(path: Path) -> None:
     """Turn a file into what schema version 1 wrote: raw text under FTS5's own porter."""
     conn = sqlite3.connect(path)
-    # undo schemas 3 to 6: kept embeddings, the created-time index, the stored postings
+    # undo schemas 3 to 7: kept embeddings, the created-time index, the stored postings,
+    # the entity rows' seq
+    conn.execute("DROP INDEX entities_by_time")
+    conn.execute("ALTER TABLE memory_entities DROP COLUMN seq")
+    conn.execute(
+        "CREATE INDEX entities_by_time ON memory_entities (namespace, entity, created_at)")
     conn.execute("ALTER TABLE memories DROP COLUMN embedding")
     conn.execute("DROP INDEX memories_created")
     conn.execute("DROP TABLE lexical_postings")
@@ -260,8 +265,10 @@ def _as_version_1(path: Path) -> None:
 
 def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
-    painted = make_memory("a", "Melanie PAINTED a sunrise over the lake at the café")
-    old = make_memory("b", "Melanie painted the old fence", status=Status.SUPERSEDED)
+    painted = make_memory("a", "Melanie PAINTED a sunrise over the lake at the café",
+                          entities=frozenset({"melanie"}))
+    old = make_memory("b", "Melanie painted the old fence", status=Status.SUPERSEDED,
+                      entities=frozenset({"melanie"}))
     other = make_memory("c", "Melanie painted a sunrise", namespace="other")
     with SQLiteStore(path) as store:
         store.commit(WriteBatch("ns", (painted, old)))
@@ -282,7 +289,13 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         # the time of the last write, kept since schema 6, was filled from the records
         assert store.last_write("ns") == max(painted.created_at, old.created_at)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    # each entity row carries its memory's seq, so a lookup by entity reads in order
+    assert conn.execute(
+        "SELECT count(*) FROM memory_entities e JOIN memories m "
+        "ON m.namespace = e.namespace AND m.id = e.memory_id WHERE e.seq != m.seq"
+    ).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM memory_entities").fetchone()[0] > 0
     plan = conn.execute(
         "EXPLAIN QUERY PLAN SELECT id, created_at FROM memories "
         "WHERE namespace = 'ns' AND id IN ('a', 'b')"
@@ -312,3 +325,27 @@ def test_created_times_come_from_the_column_without_decoding(tmp_path: Path) -> 
         got = store.created_times("ns", ["b", "a", "unknown"])
         assert got == {"a": a.created_at, "b": b.created_at}
         assert store.created_times("other", ["a"]) == {"a": elsewhere.created_at}
+
+
+def test_find_by_entity_reads_only_its_limit_among_memories_of_one_time(tmp_path: Path) -> None:
+    """Many memories observed at one time (a bulk import, a fixed clock) share an entity:
+    the lookup takes the newest by insertion order from the index and stops at its limit,
+    instead of sorting every row of that time."""
+    path = tmp_path / "memory.db"
+    ms = [make_memory(f"m{i:03d}", f"Melanie note {i}", entities=frozenset({"melanie"}))
+          for i in range(300)]
+    assert len({m.created_at for m in ms}) == 1 and all("melanie" in m.entities for m in ms)
+    with SQLiteStore(path) as store:
+        store.commit(WriteBatch("ns", tuple(ms)))
+        store.commit(WriteBatch("ns", (ms[-1].evolve(status=Status.SUPERSEDED),)))
+        assert [m.id for m in store.find_by_entity("ns", "melanie", 3)] == [
+            "m298", "m297", "m296"]
+    conn = sqlite3.connect(path)
+    plan = str(conn.execute(
+        "EXPLAIN QUERY PLAN SELECT m.record FROM memory_entities e JOIN memories m "
+        "ON m.namespace = e.namespace AND m.id = e.memory_id WHERE e.namespace = 'ns' "
+        "AND e.entity = 'melanie' AND m.status = 'active' "
+        "ORDER BY e.created_at DESC, e.seq DESC LIMIT 3"
+    ).fetchall())
+    conn.close()
+    assert "entities_by_time" in plan and "TEMP B-TREE" not in plan
