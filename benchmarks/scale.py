@@ -391,6 +391,18 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"{r[f'{m}_p95_ms']:.2f} | {r[f'{m}_p50_ms'] / r['raw_p50_ms']:.2f}x, "
                 f"{r[f'{m}_p95_ms'] / r['raw_p95_ms']:.2f}x | {cpu_ms} | {cpu_x} |"
             )
+    lines += growth_lines(meta, UNITS)
+    return "\n".join(lines) + "\n"
+
+
+UNITS = {"ingest time": "s", "recall p50 (drained)": "ms", "raw Chroma p50": "ms",
+         "open -> first recall": "s", "raw Chroma open -> first query": "s",
+         "maintenance_due()": "s", "disk bytes": "bytes", "peak RSS (build)": "MiB"}
+
+
+def growth_lines(meta: dict[str, Any], units: dict[str, str]) -> list[str]:
+    """The growth exponents and the extrapolation of a scale run, as markdown."""
+    lines: list[str] = []
     exps = meta.get("exponents", {})
     if exps:
         lines += ["", "Growth exponents (cost ~ memories^e, least squares over the sizes above):",
@@ -403,11 +415,8 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "", f"Extrapolated to {n:,} memories from the largest size with the exponents "
             "above (an estimate, not a measurement):", "", "| cost | value |", "|---|---|",
         ]
-        units = {"ingest time": "s", "recall p50 (drained)": "ms", "raw Chroma p50": "ms",
-                 "open -> first recall": "s", "raw Chroma open -> first query": "s",
-                 "maintenance_due()": "s", "disk bytes": "bytes", "peak RSS (build)": "MiB"}
         lines += [f"| {k} | {v:,.2f} {units[k]} |" for k, v in extra.items()]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> None:

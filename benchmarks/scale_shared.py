@@ -37,7 +37,17 @@ from urllib.parse import urlparse
 
 import numpy as np
 from common import HashEmbedder
-from scale import RAW_ADDS, ROUNDS, corpus, disk_bytes, exponents, pct, peak_rss_mib, queries
+from scale import (
+    RAW_ADDS,
+    ROUNDS,
+    corpus,
+    disk_bytes,
+    exponents,
+    growth_lines,
+    pct,
+    peak_rss_mib,
+    queries,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -290,19 +300,7 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r['redis_rss_mib']:.0f} | {r['redis_used_memory_bytes_per_memory']:,.0f} B | "
             f"{r['chroma_server_rss_mib']:.0f} | {r['chroma_disk_bytes_per_memory']:,.0f} B |"
         )
-    exps = meta.get("exponents", {})
-    if exps:
-        lines += ["", "Growth exponents (cost ~ memories^e, least squares over the sizes above):",
-                  "", "| cost | exponent |", "|---|---|"]
-        lines += [f"| {k} | {v:.2f} |" for k, v in exps.items()]
-    extra = meta.get("extrapolated")
-    if extra:
-        n = meta["extrapolated_to"]
-        lines += [
-            "", f"Extrapolated to {n:,} memories from the largest size with the exponents "
-            "above (an estimate, not a measurement):", "", "| cost | value |", "|---|---|",
-        ]
-        lines += [f"| {k} | {v:,.2f} {UNITS[k]} |" for k, v in extra.items()]
+    lines += growth_lines(meta, UNITS)
     return "\n".join(lines) + "\n"
 
 
