@@ -245,10 +245,13 @@ def reopen(rows: list[dict[str, Any]], homes: Path, n_queries: int) -> None:
         row.update(run_worker("raw_open", row["memories"], home, n_queries))
 
 
-def run_worker(kind: str, size: int, home: Path, n_queries: int) -> dict[str, Any]:
+def run_worker(kind: str, size: int, home: Path, n_queries: int, *,
+               script: str = __file__, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """One worker process of `script` (this benchmark's, or another's built the same
+    way): its last line of output, as JSON."""
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", kind, "--size", str(size), "--home", str(home),
-         "--queries", str(n_queries)],
+        [sys.executable, script, "--worker", kind, "--size", str(size), "--home", str(home),
+         "--queries", str(n_queries), *extra],
         capture_output=True, text=True,
     )
     if out.returncode != 0:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
+import scale
 from common import HashEmbedder
 from scale import (
     RAW_ADDS,
@@ -202,15 +202,8 @@ def _rss_mib(pid: int | None) -> float:
 
 def run_worker(kind: str, size: int, home: Path, urls: tuple[str, str],
                n_queries: int) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", kind, "--size", str(size), "--home", str(home),
-         "--redis", urls[0], "--chroma", urls[1], "--queries", str(n_queries)],
-        capture_output=True, text=True,
-    )
-    if out.returncode != 0:
-        sys.stderr.write(out.stderr)
-        raise SystemExit(f"the {kind} worker at {size:,} memories failed")
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    return scale.run_worker(kind, size, home, n_queries, script=__file__,
+                            extra=("--redis", urls[0], "--chroma", urls[1]))
 
 
 def measure(size: int, n_queries: int, tmp: Path) -> dict[str, Any]:
