@@ -10,8 +10,11 @@ Here each worker keeps a `Bm25Mirror` per namespace and asks Redis only what cha
 - A search reads the stream's last and first entry ids (one pipelined round trip). Same
   last id as the mirror: score locally. Otherwise replay: the ids logged after the mirror's
   position are re-read from their records (active ones re-added, the rest removed). When
-  the mirror's position was trimmed away, or the namespace was deleted and re-created (a
-  new stream starts after the old position), the mirror is rebuilt from the active records.
+  the worker has no mirror yet, its position was trimmed away, or the namespace was
+  deleted and re-created (a new stream starts after the old position), the mirror is
+  filled from the active records on a thread of its own, and the Lua script scores the
+  searches until it is in: reading a large namespace takes seconds to minutes, which a
+  restarted worker's first recall should not wait for.
 - A namespace with no stream (written by a reverie before the log) is scored by the Lua
   script, as before, until its next write starts the stream.
 
@@ -166,11 +169,11 @@ def _documents(keys: NamespaceKeys, ids: Sequence[str]) -> Steps[list[tuple[int,
 
 def mirrored_search(
     mirrors: MirrorSet, keys: NamespaceKeys, ns: str, query: str, k: int,
-    build: Callable[[], None],
+    fill: Callable[[], None],
 ) -> Steps[list[LexicalHit] | None]:
     """BM25 top k from this worker's mirror of `ns`, brought up to date first; None when
     the caller should score with the Lua script instead: the namespace has no change log
-    yet, or the mirror has to be filled from scratch, which `build` starts in the
+    yet, or the mirror has to be filled from scratch, which `fill` starts in the
     background (a worker's first recall waits for a few postings, not for the namespace)."""
     terms = query_terms(query)
     if not terms or k <= 0:
@@ -179,7 +182,7 @@ def mirrored_search(
     if ready is None:
         return None
     if not ready:
-        build()
+        fill()
         return None
     return mirrors.top(ns, terms, k)
 
