@@ -130,9 +130,10 @@ class InMemoryStore:
         return sorted(found, key=lambda m: (m.valid_since, m.created_at))
 
     def find_by_entity(self, namespace: str, entity: str, limit: int) -> list[Memory]:
-        found = [m for m in self._ns(namespace) if m.is_active and entity in m.entities]
-        found.sort(key=lambda m: m.created_at, reverse=True)
-        return found[:limit]
+        found = [(m.created_at, n, m) for n, m in enumerate(self._ns(namespace))
+                 if m.is_active and entity in m.entities]
+        found.sort(key=lambda t: (t[0], t[1]), reverse=True)  # equal times: newest insert
+        return [m for _, _, m in found[:limit]]
 
     def scan(
         self,

@@ -174,17 +174,37 @@ def find_by_key(keys: NamespaceKeys, key: str) -> Steps[list[Memory]]:
 
 # KEYS: an entity's zset; ARGV: limit. The newest `limit` ids, then every other id tied
 # with the last one's score (ties may sort either way by name; the caller orders them).
+# The newest ARGV[1] ids of an entity: by creation time (the zset's score), equal times by
+# insertion order (seq, from the `all` zset), newest first, as SQLite orders them. Only the
+# ids that reach the limit leave the server: memories written at one time (a bulk import, a
+# fixed clock) can share a time by the thousand, and sending all of them, then their
+# records, made each lookup cost the whole group.
 ENTITY_TOP_SCRIPT = """
-local top = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1, 'WITHSCORES')
+local limit = tonumber(ARGV[1])
+local top = redis.call('ZREVRANGE', KEYS[1], 0, limit - 1, 'WITHSCORES')
 if #top == 0 then return {} end
-local out, seen = {}, {}
+local edge = top[#top]
+local out = {}
 for i = 1, #top, 2 do
-  out[#out + 1] = top[i]
-  seen[top[i]] = true
+  if top[i + 1] ~= edge then out[#out + 1] = top[i] end
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], top[#top], top[#top])) do
-  if not seen[id] then out[#out + 1] = id end
+local tied = redis.call('ZRANGEBYSCORE', KEYS[1], edge, edge)
+local room = limit - #out
+if #tied <= room then
+  for _, id in ipairs(tied) do out[#out + 1] = id end
+  return out
 end
+local ranked = {}
+for i = 1, #tied, 1000 do
+  local part = {}
+  for j = i, math.min(i + 999, #tied) do part[#part + 1] = tied[j] end
+  local seqs = redis.call('ZMSCORE', KEYS[2], unpack(part))
+  for j, id in ipairs(part) do
+    ranked[#ranked + 1] = {tonumber(seqs[j]) or 0, id}
+  end
+end
+table.sort(ranked, function(a, b) return a[1] > b[1] end)
+for i = 1, room do out[#out + 1] = ranked[i][2] end
 return out
 """
 
@@ -194,7 +214,7 @@ def find_by_entity(keys: NamespaceKeys, entity: str, limit: int) -> Steps[list[M
     Two round trips: observe looks up each entity of every new memory."""
     if limit <= 0:
         return []
-    ids = yield Lua("entity_top", [keys.entity(entity)], [int(limit)])
+    ids = yield Lua("entity_top", [keys.entity(entity), keys.all], [int(limit)])
     if not ids:
         return []
     found, order = yield from records_in_order(keys, list(ids))

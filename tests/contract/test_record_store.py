@@ -279,6 +279,25 @@ def test_find_by_entity_newest_active_first_with_limit(record_store: RecordStore
     assert [m.id for m in record_store.find_by_entity("ns", "alice", 10)] == ["h1", "h2"]
 
 
+def test_find_by_entity_breaks_equal_times_by_insertion_order(record_store: RecordStore) -> None:
+    """Memories written at one time (a bulk import, a fixed clock) share an entity: the
+    newest by insertion order come first, the limit holds across the group of equal
+    times, and one written later still comes first."""
+    ids = [f"t{i:04d}" for i in range(1500)]  # more than one ZMSCORE chunk of ties
+    batch = [make_memory(id=i, entities={"maya"}, created_at=T0) for i in reversed(ids)]
+    for part in range(0, len(batch), 500):  # inserted t1499 first, t0000 last
+        put(record_store, *batch[part : part + 500])
+    put(record_store, make_memory(id="later", entities={"maya"},
+                                  created_at=T0 + timedelta(hours=1)))
+    put(record_store, make_memory(id="early", entities={"maya"},
+                                  created_at=T0 - timedelta(hours=1)))
+    assert [m.id for m in record_store.find_by_entity("ns", "maya", 4)] == [
+        "later", "t0000", "t0001", "t0002"]
+    assert [m.id for m in record_store.find_by_entity("ns", "maya", 1)] == ["later"]
+    everyone = [m.id for m in record_store.find_by_entity("ns", "maya", 2000)]
+    assert everyone == ["later", *ids, "early"]
+
+
 def test_scan_filters_and_pages_in_a_stable_order(record_store: RecordStore) -> None:
     statuses = list(Status)
     tiers = list(Tier)

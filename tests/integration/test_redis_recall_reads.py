@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from reverie.core.models import Edge, EdgeType
 from reverie.core.ports import WriteBatch
 from reverie.integrations.redis import reads as redis_reads
 from reverie.integrations.redis.store import RedisStore
-from tests.contract.conftest import make_memory
+from tests.contract.conftest import T0, make_memory
 from tests.servers import RedisCluster
 
 
@@ -102,3 +103,21 @@ def test_recall_reads_one_round_trip_per_chunk(
     assert [len(r.calls) for r in requests] == [3, 3]
     assert len(got.memories) == 620 and len(got.embeddings) == 310
     assert len(got.degrees) == 620 and sum(got.degrees.values()) == 6
+
+
+def test_an_entity_lookup_sends_only_its_limit_of_equal_time_ids(store: Any) -> None:
+    """Memories written at one time share an entity by the thousand: the server picks the
+    newest by insertion order and sends the limit, not the whole group (whose records the
+    client would then read, on every observe that names the entity)."""
+    at = T0 + timedelta(days=1)
+    ms = [make_memory(id=f"t{i:04d}", entities={"maya"}, created_at=at) for i in range(1200)]
+    for part in range(0, len(ms), 400):
+        store.commit(WriteBatch("ns", tuple(ms[part : part + 400])))
+    keys = store._keys("ns")
+
+    def top() -> Any:  # the script's reply alone, as the store's read asks it
+        return (yield redis_reads.Lua("entity_top", [keys.entity("maya"), keys.all], [5]))
+
+    sent = store._run(top())
+    assert list(sent) == ["t1199", "t1198", "t1197", "t1196", "t1195"]
+    assert [m.id for m in store.find_by_entity("ns", "maya", 5)] == list(sent)
