@@ -116,43 +116,7 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
     vecs = emb.embed(qs)
     raw = engine.vectors.collection(NS)
 
-    def raw_one(v: np.ndarray) -> tuple[float, float]:
-        t1, c1 = time.perf_counter(), time.process_time()
-        raw.query(query_embeddings=v[None, :], n_results=10, include=["distances"])
-        return time.perf_counter() - t1, time.process_time() - c1
-
-    def recall_one(q: str, v: np.ndarray, reinforce: bool) -> tuple[float, float]:
-        t1, c1 = time.perf_counter(), time.process_time()
-        engine.recall(q, namespace=NS, k=10, reinforce=reinforce, query_vector=v)
-        took = time.perf_counter() - t1, time.process_time() - c1
-        engine.flush_reinforcement()  # untimed: the touch is written between calls
-        return took
-
-    modes = {
-        "raw": lambda q, v: raw_one(v),
-        "no_reinforce": lambda q, v: recall_one(q, v, False),
-        "drained": lambda q, v: recall_one(q, v, True),
-    }
-    for q, v in zip(qs, vecs, strict=True):  # warm every path once
-        raw_one(v)
-        recall_one(q, v, False)
-    # wall time, and the process's CPU time (every thread: the index's, the touch
-    # writer's): on a shared machine wall time also holds the waits for a core
-    samples: dict[str, list[float]] = {m: [] for m in [*modes, "back_to_back"]}
-    cpu: dict[str, list[float]] = {m: [] for m in samples}
-    rng = np.random.default_rng(7)
-    for _ in range(ROUNDS):
-        for q, v in zip(qs, vecs, strict=True):
-            for m in rng.permutation(list(modes)):
-                wall, used = modes[str(m)](q, v)
-                samples[str(m)].append(wall)
-                cpu[str(m)].append(used)
-        for q, v in zip(qs, vecs, strict=True):
-            t1, c1 = time.perf_counter(), time.process_time()
-            engine.recall(q, namespace=NS, k=10, query_vector=v)
-            samples["back_to_back"].append(time.perf_counter() - t1)
-            cpu["back_to_back"].append(time.process_time() - c1)
-        engine.flush_reinforcement()
+    samples, cpu = timed_recalls(engine, raw, qs, vecs)
 
     t1 = time.perf_counter()
     due = engine.maintenance_due(namespace=NS)
@@ -175,6 +139,52 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
         row[f"{m}_cpu_p50_ms"] = pct(cpu[m], 50)
         row[f"{m}_cpu_p95_ms"] = pct(cpu[m], 95)
     return row
+
+
+def timed_recalls(engine: Any, raw: Any, qs: Sequence[str], vecs: np.ndarray,
+                  ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds of each call, per mode: recall (without reinforcement, and
+    drained: its touch written between calls, untimed) interleaved query by query with the
+    raw Chroma query on `raw` (a collection, embedded or on a server) in a random order,
+    then recall back to back, for ROUNDS rounds; every path warmed first. CPU time is the
+    process's (every thread: the index's, the touch writer's): on a shared machine wall
+    time also holds the waits for a core."""
+    def raw_one(v: np.ndarray) -> tuple[float, float]:
+        t1, c1 = time.perf_counter(), time.process_time()
+        raw.query(query_embeddings=v[None, :], n_results=10, include=["distances"])
+        return time.perf_counter() - t1, time.process_time() - c1
+
+    def recall_one(q: str, v: np.ndarray, reinforce: bool) -> tuple[float, float]:
+        t1, c1 = time.perf_counter(), time.process_time()
+        engine.recall(q, namespace=NS, k=10, reinforce=reinforce, query_vector=v)
+        took = time.perf_counter() - t1, time.process_time() - c1
+        engine.flush_reinforcement()  # untimed: the touch is written between calls
+        return took
+
+    modes = {
+        "raw": lambda q, v: raw_one(v),
+        "no_reinforce": lambda q, v: recall_one(q, v, False),
+        "drained": lambda q, v: recall_one(q, v, True),
+    }
+    for q, v in zip(qs, vecs, strict=True):  # warm every path once
+        raw_one(v)
+        recall_one(q, v, False)
+    samples: dict[str, list[float]] = {m: [] for m in [*modes, "back_to_back"]}
+    cpu: dict[str, list[float]] = {m: [] for m in samples}
+    rng = np.random.default_rng(7)
+    for _ in range(ROUNDS):
+        for q, v in zip(qs, vecs, strict=True):
+            for m in rng.permutation(list(modes)):
+                wall, used = modes[str(m)](q, v)
+                samples[str(m)].append(wall)
+                cpu[str(m)].append(used)
+        for q, v in zip(qs, vecs, strict=True):
+            t1, c1 = time.perf_counter(), time.process_time()
+            engine.recall(q, namespace=NS, k=10, query_vector=v)
+            samples["back_to_back"].append(time.perf_counter() - t1)
+            cpu["back_to_back"].append(time.process_time() - c1)
+        engine.flush_reinforcement()
+    return samples, cpu
 
 
 RAW_ADDS = 2_048

@@ -34,11 +34,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import numpy as np
 import scale
 from common import HashEmbedder
 from scale import (
-    RAW_ADDS,
     ROUNDS,
     corpus,
     disk_bytes,
@@ -89,49 +87,11 @@ def build(size: int, home: Path, redis_url: str, chroma_url: str,
     vecs = emb.embed(qs)
     raw = _raw_collection(chroma_url)
 
-    def raw_one(v: np.ndarray) -> float:
-        t1 = time.perf_counter()
-        raw.query(query_embeddings=v[None, :], n_results=10, include=["distances"])
-        return time.perf_counter() - t1
-
-    def recall_one(q: str, v: np.ndarray, reinforce: bool) -> float:
-        t1 = time.perf_counter()
-        engine.recall(q, namespace=NS, k=10, reinforce=reinforce, query_vector=v)
-        took = time.perf_counter() - t1
-        engine.flush_reinforcement()  # untimed: the touch is written between calls
-        return took
-
-    modes = {
-        "raw": lambda q, v: raw_one(v),
-        "no_reinforce": lambda q, v: recall_one(q, v, False),
-        "drained": lambda q, v: recall_one(q, v, True),
-    }
-    for q, v in zip(qs, vecs, strict=True):  # warm every path once
-        raw_one(v)
-        recall_one(q, v, False)
-    samples: dict[str, list[float]] = {m: [] for m in [*modes, "back_to_back"]}
-    rng = np.random.default_rng(7)
-    for _ in range(ROUNDS):
-        for q, v in zip(qs, vecs, strict=True):
-            for m in rng.permutation(list(modes)):
-                samples[str(m)].append(modes[str(m)](q, v))
-        for q, v in zip(qs, vecs, strict=True):
-            t1 = time.perf_counter()
-            engine.recall(q, namespace=NS, k=10, query_vector=v)
-            samples["back_to_back"].append(time.perf_counter() - t1)
-        engine.flush_reinforcement()
-
+    samples, _cpu = scale.timed_recalls(engine, raw, qs, vecs)
     t1 = time.perf_counter()
     due = engine.maintenance_due(namespace=NS)
     due_s = time.perf_counter() - t1
-    texts_add = [f"raw add probe {i}, {t}" for i, t in enumerate(queries(RAW_ADDS))]
-    add_vecs = emb.embed(texts_add)
-    ids = [f"raw-add-{i}" for i in range(RAW_ADDS)]
-    t1 = time.perf_counter()
-    for i in range(0, RAW_ADDS, 256):
-        raw.add(ids=ids[i : i + 256], embeddings=add_vecs[i : i + 256])
-    raw_add = RAW_ADDS / (time.perf_counter() - t1)
-    raw.delete(ids=ids)
+    raw_add = scale.raw_add_rate(raw, emb)
     engine.close()
     row: dict[str, Any] = {
         "memories": size,
