@@ -121,7 +121,14 @@ def implicit_links(
             answers and sim >= p.answer_similarity
             and lo.candidate.dense >= p.answer_relevance
         ):
-            if updates.answers_alike(r_new, r_old, asked, policy) is not None:
+            if updates.answers_alike(r_new, r_old, asked, policy) is not None and (
+                r_new.cue or sim >= p.loose_similarity
+                or r_new.words & (r_old.words | asked)
+            ):
+                # a typed value alone, in a text that shares no word with the older one
+                # or the question, answers only with a change word or a near text: "I'm
+                # training for the Berlin marathon" names a city, yet says nothing of
+                # where one lives
                 out.setdefault(new.id, set()).add(old.id)
                 continue
             if (

@@ -145,7 +145,9 @@ _WORD_TIMES = re.compile(r"\b(?:noon|midnight)\b", re.IGNORECASE)
 # coffee", "game night"): masked as a value, never the value that changed.
 _WEAK_TYPES = frozenset(["daypart"])
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
-_NAME = re.compile(rf"\b(?:{_TITLE}\s+)?[A-Z][\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
+# A name starts with a capital, or with one lower-case letter before one ("iPhone 15",
+# "eBay"), which no sentence start explains.
+_NAME = re.compile(rf"\b(?:{_TITLE}\s+)?(?:[A-Z]|[a-z](?=[A-Z]))[\w'&-]*(?:\s+[A-Z0-9][\w'&-]*)*")
 _VOCATIVE_BEFORE = re.compile(
     r"\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yeah|oh|aw+|ha+|bye|dear),?\s*$",
     re.IGNORECASE,
@@ -269,7 +271,7 @@ def read(text: str) -> Reading:
         if _VOCATIVE_BEFORE.search(masked[: m.start()]) or masked[m.end() : m.end() + 1] == "!":
             continue  # "Thanks, Mel!", "Hey Gina": who is spoken to, not a value
         start = m.start()
-        if _SENTENCE_START.search(masked[: m.start()]):
+        if m.group(0)[0].isupper() and _SENTENCE_START.search(masked[: m.start()]):
             # a sentence's first word is capitalised anyway; keep the rest of the run
             rest = m.group(0).split(None, 1)
             if len(rest) < 2:

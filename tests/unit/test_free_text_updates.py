@@ -58,6 +58,15 @@ def test_values_are_read_by_type() -> None:
     # who is spoken to is not a value; a sentence's first word is not a name
     assert "name" not in read("Thanks, Priya! Sounds lovely.").values
     assert read("Finally the roof is fixed.").values == {}
+    # a name may start lower-case before a capital; that is no sentence start
+    assert read("user: My new phone is an iPhone 15.").values["name"] == {"iphone"}
+    assert read("user: eBay is where I sell.").values["name"] == {"ebay"}
+
+
+def test_a_product_name_that_starts_lower_case_replaces_the_old_one() -> None:
+    # with "iPhone" unread, the new text held no name and "Moto G" was left unreplaced
+    assert verdict("user: My new phone is an iPhone 15.", "user: I changed phones to a Moto G.",
+                   0.63) is Verdict.SUPERSEDES
 
 
 @pytest.mark.parametrize(
@@ -585,6 +594,28 @@ def test_two_answers_to_the_question_are_ordered_newest_first_at_recall() -> Non
     out = arbitrate(ranked, {r.memory.id: r.candidate for r in ranked}, memories, links,
                     T0 + timedelta(days=10), Policy(), lambda m: True)
     assert [r.memory.id for r in out.ranked] == ["new", "old", "other"]
+
+
+def test_a_typed_value_alone_in_an_unrelated_text_is_no_newer_answer() -> None:
+    q = "Where am I based?"
+    old = _said("old", 0, "user: These days the city I live in is Prague.")
+    new = _said("new", 30, "user: I'm training for the Berlin marathon in September.")
+    moved = _said("moved", 30, "user: We moved to Berlin for good.")
+
+    def links(newer: Memory, cosine: float) -> dict[str, set[str]]:
+        ranked = [Ranked(old, Candidate("old", 0.4, 1.0, 0.7), 0.1, 0.64),
+                  Ranked(newer, Candidate(newer.id, 0.2, 0.0, 0.1), 0.5, 0.14)]
+        sine = (1 - cosine**2) ** 0.5
+        return implicit_links(ranked, {"old": _vec(1, 0), newer.id: _vec(cosine, sine)},
+                              Policy(), q)
+
+    # a city for a city, but no word of the older text or the question, no change word,
+    # and the two texts far apart (cosine 0.3, below loose_similarity 0.35)
+    assert links(new, 0.3) == {}
+    # the same text nearer the older one (cosine 0.4) reads as an answer again
+    assert links(new, 0.4) == {"new": {"old"}}
+    # a change word is evidence enough at the lower cosine
+    assert links(moved, 0.3) == {"moved": {"old"}}
 
 
 def test_plain_word_answers_are_linked_when_a_change_word_or_two_preferences_say_so() -> None:
