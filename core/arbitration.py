@@ -100,14 +100,13 @@ def implicit_links(
     ]
     place = {r.memory.id: n for n, r in enumerate(ranked)}
     unit = {r.memory.id: _unit(vectors[r.memory.id]) for r in items}
+    read = {r.memory.id: reading(r.memory.text) for r in items}
+    newer = {i for i, r in read.items() if updates.may_update(r, policy)}
     for hi, lo in itertools.combinations(items, 2):  # hi ranks above lo
         old, new = hi.memory, lo.memory
-        if (new.created_at, new.id) <= (old.created_at, old.id):
+        if new.id not in newer or (new.created_at, new.id) <= (old.created_at, old.id):
             continue
-        r_new = reading(new.text)
-        if not updates.may_update(r_new, policy):
-            continue
-        r_old = reading(old.text)
+        r_new, r_old = read[new.id], read[old.id]
         # An older text with no typed value ("I follow a keto diet") is an earlier answer
         # in plain words only when the newer one says it changed, or both state a
         # preference that holds one value at a time: two plain events ("I'm editing the
@@ -138,7 +137,7 @@ def implicit_links(
             ):
                 guesses.setdefault(new.id, set()).add(old.id)
                 continue
-        if sim < p.typed_similarity or not r_old.values:
+        if sim < p.typed_similarity or not updates.shares_a_type(r_new, r_old):
             continue  # the write path's judgement links a typed value only
         signals = updates.judge(r_new, r_old, sim, 0.0, policy)
         # only a typed value replaced by one of its type: a looser link here would join

@@ -526,6 +526,13 @@ def _replaced_type(new: Reading, old: Reading, policy: Policy) -> str | None:
     return None
 
 
+def shares_a_type(new: Reading, old: Reading) -> bool:
+    """Do both texts state a value of one type (not a weak one)? Without, no value of
+    the older text can have been replaced (`_replaced_type`): a cheap test before the
+    signals."""
+    return any(k not in _WEAK_TYPES and k in old.values for k in new.values)
+
+
 def answers_alike(
     new: Reading, old: Reading, asked: frozenset[str], policy: Policy, loose: bool = False
 ) -> str | None:
@@ -609,9 +616,12 @@ def judge(
     # one: the intro named the subject, the cue says its value changed.
     # A typed value it names ("I switched to Dr. Okafor") replaces one of its type, so an
     # older text that states none is no earlier version, however near the turn before.
+    # The intro counts when it is near the older text at all, even when the update's own
+    # words are nearer still: "It's at 11:15 AM now." after "The design meeting, one more
+    # thing." is the meeting's time, though a flight's time reads more like it.
     typed = any(k not in _WEAK_TYPES for k in new.values)
     elliptical = (
-        len(new.words) <= p.elliptical_words and context > similarity
+        len(new.words) <= p.elliptical_words and context >= p.min_similarity
         and len(old.sequence) <= p.max_words
         and len(new.subject) <= p.elliptical_subject_words
         and len(new.sequence) <= p.elliptical_max_words

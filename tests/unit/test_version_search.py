@@ -67,11 +67,12 @@ def test_only_the_last_context_turns_user_turns_can_be_the_intro() -> None:
         60 * 24,
         INTRO,
         1,
-        "user: The weather is nice.",
+        # each states a value, so none of them is an intro itself
+        "user: The weather is 20 degrees.",
         1,
-        "user: I had lunch.",
+        "user: I had lunch at 1 PM.",
         1,
-        "user: The cat slept.",
+        "user: The cat slept 9 hours.",
         1,
         "user: Raised to $65,000.",
     )
@@ -180,3 +181,21 @@ def test_a_fact_keys_unit_among_the_candidates_does_not_hide_the_trace_behind_it
     why = _why(e, new)
     assert why is not None and why["of"] == "b-old"
     assert e.get("a-unit").is_active
+
+
+def test_an_intro_lends_its_subject_even_when_the_update_reads_nearer_on_its_own() -> None:
+    # the update's own words are nearer the older text than the intro is; the intro
+    # still names what changed, so the two are versions (the update alone is not: a
+    # time and no change word, below typed_similarity)
+    e = make_engine()
+    meeting = "user: Our weekly sync with the design team is at 9:45 AM on Tuesdays."
+    intro = "user: The design sync, one more thing."
+    update = "user: It's at 11:15 AM on Tuesdays now."
+    old, _intro, new = _say(e, meeting, 60 * 24, intro, 1, update)
+    v_new, v_intro, v_old = e._ctx.embed([update, intro, meeting])
+    own, lent = cosines(v_old, [v_new, v_intro])
+    p = e.policy.updates
+    assert p.typed_similarity > own > lent >= p.min_similarity  # what the case is about
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
+    assert abs(why["context"] - lent) < 1e-4
