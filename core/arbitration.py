@@ -101,10 +101,10 @@ def implicit_links(
     place = {r.memory.id: n for n, r in enumerate(ranked)}
     unit = {r.memory.id: _unit(vectors[r.memory.id]) for r in items}
     read = {r.memory.id: reading(r.memory.text) for r in items}
-    newer = {i for i, r in read.items() if updates.may_update(r, policy)}
+    updating = {i for i, r in read.items() if updates.may_update(r, policy)}
     for hi, lo in itertools.combinations(items, 2):  # hi ranks above lo
         old, new = hi.memory, lo.memory
-        if new.id not in newer or (new.created_at, new.id) <= (old.created_at, old.id):
+        if new.id not in updating or (new.created_at, new.id) <= (old.created_at, old.id):
             continue
         r_new, r_old = read[new.id], read[old.id]
         # An older text with no typed value ("I follow a keto diet") is an earlier answer
