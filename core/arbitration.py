@@ -353,13 +353,14 @@ def arbitrate(
             score = max(score, cur.score)
         if old_rank is not None and score <= old_rank.score:
             score = old_rank.score + _ABOVE
-        if old_rank is not None:
-            for r in by_id.values():
-                if (
-                    r.score >= score and r.memory.id != new.id
-                    and _echoes(r.memory, chain, links, policy)
-                ):
-                    score = r.score + _ABOVE
+        # the turns said around its versions, stating nothing themselves, rank below it,
+        # whether the older version is a hit or was retired
+        for r in by_id.values():
+            if (
+                r.score >= score and r.memory.id != new.id
+                and _echoes(r.memory, chain, links, policy)
+            ):
+                score = r.score + _ABOVE
         base = cur.candidate if cur is not None else Candidate(new.id, 0.0, 0.0, rel)
         cand = Candidate(
             new.id, base.dense, base.lexical, rel, base.hops, base.via, base.context

@@ -474,6 +474,25 @@ def test_an_intro_and_an_assistant_reply_rank_below_the_newest_version() -> None
     assert [r.memory.id for r in out.ranked] == ["new", "intro", "old", "other"]
 
 
+def test_a_reply_to_a_retired_version_ranks_below_the_newest_version() -> None:
+    # the older version was retired (a candidate, not a hit); the assistant's reply to
+    # it repeats the question's words and would answer first
+    old = _said("old", 0, "user: From now on the person I report to is Omar Haddad.",
+                status=Status.SUPERSEDED, superseded_by="new")
+    reply = _said("reply", 3, "assistant: That's really helpful to know about your manager.")
+    new = _said("new", 60 * 24 * 30,
+                "user: My manager isn't Omar Haddad anymore, it's Luis Ortega.")
+    ranked = [Ranked(reply, Candidate("reply", 0.5, 1.0, 0.76), 0.01, 0.68),
+              Ranked(new, Candidate("new", 0.4, 0.96, 0.68), 0.6, 0.67)]
+    memories = {m.id: m for m in (old, reply, new)}
+    links = version_links([Edge("new", "old", EdgeType.SUPERSEDES)], memories)
+    cands = {"old": Candidate("old", 0.6, 0.0, 0.6),
+             **{r.memory.id: r.candidate for r in ranked}}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=31), Policy(),
+                    lambda m: m.status is Status.ACTIVE)
+    assert [r.memory.id for r in out.ranked] == ["new", "reply"]
+
+
 def test_a_question_about_the_past_gets_the_retired_version() -> None:
     e = make_engine()
     old = e.observe("user: I live in Berlin, close to the big park")
