@@ -68,12 +68,13 @@ CUE = re.compile(
     r"(?:switched|changed|moved|upgraded|raised|increased|extended|rescheduled)"
     r"(?: \w+){0,3} (?:to|for)|"
     r"(?:downgraded|decreased|lowered|shortened|adjusted|improved|reduced|bumped|pushed|"
-    r"updated|went up|went down|traded it in) (?:to|for)|"
+    r"updated|went up|went down|traded it in|relocated|migrated|transferred|postponed|"
+    r"delayed|cut|dropped|swapped(?: \w+){0,2}) (?:to|for)|"
     r"now it'?s|(?:it'?s|is|are) now|from now on|"
-    r"these days|new (?:\w+ ){0,2}(?:is|are)|my new \w+ is|our new \w+ is|"
+    r"these days|new (?:\w+ ){0,3}(?:is|are)|my new \w+ is|our new \w+ is|"
     r"i was wrong|scratch that|sorry,? (?:actually|i meant)|got changed|has changed|"
     r"have changed|went with|for the record|just so you know|heads up|make that|"
-    r"going forward|as of (?:now|today))\b"
+    r"going forward|as of (?:now|today)|fyi)\b"
     r"|\b(?:it'?s|is|are) \w+(?: \w+)? now[.!]?$",  # "It's French now."
     re.IGNORECASE,
 )
@@ -83,7 +84,7 @@ CUE = re.compile(
 # then "switched to almond milk") are versions of one thing, not look-alikes.
 STRONG_CUE = re.compile(
     r"\b(?:no longer|not anymore|any ?more|switched|changed|moved|from now on|instead of|"
-    r"replaced|went with|upgraded|traded it in)\b",
+    r"replaced|went with|upgraded|traded it in|relocated|migrated|swapped)\b",
     re.IGNORECASE,
 )
 

@@ -63,6 +63,19 @@ def test_values_are_read_by_type() -> None:
     assert read("user: eBay is where I sell.").values["name"] == {"ebay"}
 
 
+def test_change_words_of_everyday_english_are_read() -> None:
+    # an announcement, and verbs that move a value somewhere else
+    for text in ("user: FYI my manager is Aiko Sato.", "user: Prod was migrated to Python 3.10.",
+                 "user: The budget was cut to $40k.", "user: My new route to work is on foot."):
+        assert read(text).cue, text
+    # those that say outright that the old value was replaced
+    for text in ("user: We relocated to Osaka for good.", "user: I swapped my bike for a scooter."):
+        r = read(text)
+        assert r.cue and r.strong_cue, text
+    # the words alone, with no "to" or "for" after them, announce nothing
+    assert not read("user: I cut the grass and migrated the birds' feeder.").cue
+
+
 def test_a_product_name_that_starts_lower_case_replaces_the_old_one() -> None:
     # with "iPhone" unread, the new text held no name and "Moto G" was left unreplaced
     assert verdict("user: My new phone is an iPhone 15.", "user: I changed phones to a Moto G.",
@@ -345,8 +358,11 @@ def test_forget_leaves_no_text_in_the_recent_turns_kept_for_updates(engine: Memo
 
 def test_a_value_restated_without_a_change_word_outdates_but_never_retires() -> None:
     old = "user: My annual salary is $95,000."
-    new = "user: FYI my annual salary is $104,000."
+    new = "user: My annual salary is $104,000."
     assert verdict(new, old, similarity=0.85) is Verdict.OUTDATES
+    # an announcement ("FYI", "heads up") tells news: then the older is retired
+    assert verdict("user: FYI my annual salary is $104,000.", old,
+                   similarity=0.85) is Verdict.SUPERSEDES
     # below the typed similarity it is no link: the two may speak of different things
     assert verdict(new, old, similarity=0.45) is Verdict.NONE
     # told as a past event, a new number is a second event, not a new version
