@@ -92,32 +92,43 @@ def disk_bytes(home: Path) -> int:
 
 def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
     from reverie.core import ManualClock
-    from reverie.core.engine import Observation
     from reverie.integrations import open_engine
 
     emb = HashEmbedder()
     texts = corpus(size)
     clock = ManualClock(datetime(2025, 1, 1, tzinfo=UTC))
     engine = open_engine(home, embedder=emb, clock=clock)
-    t0 = time.perf_counter()
-    step = 10_000
-    for i in range(0, size, step):
-        engine.observe_many([Observation(t) for t in texts[i : i + step]], namespace=NS,
-                            batch_size=256)
-    engine.flush()
-    ingest = time.perf_counter() - t0
+    ingest = ingest_seconds(engine, texts)
     t_embed = time.perf_counter()
     for i in range(0, min(size, 20_000), 256):
         emb.embed(texts[i : i + 256])
     embed_rate = min(size, 20_000) / (time.perf_counter() - t_embed)
     del texts
+    row = measured_row(engine, engine.vectors.collection(NS), emb, size, ingest, n_queries)
+    row["bare_embedder_per_s"] = embed_rate
+    return row
 
+
+def ingest_seconds(engine: Any, texts: Sequence[str]) -> float:
+    """Seconds to observe `texts` into NS through `observe_many`, flushed."""
+    from reverie.core.engine import Observation
+
+    t0 = time.perf_counter()
+    step = 10_000
+    for i in range(0, len(texts), step):
+        engine.observe_many([Observation(t) for t in texts[i : i + step]], namespace=NS,
+                            batch_size=256)
+    engine.flush()
+    return time.perf_counter() - t0
+
+
+def measured_row(engine: Any, raw: Any, emb: Any, size: int, ingest: float,
+                 n_queries: int) -> dict[str, Any]:
+    """A built store's row: recall timed against `raw` (its collection, embedded or on a
+    server), `maintenance_due()`, the raw add rate; the engine is closed after."""
     qs = queries(n_queries)
     vecs = emb.embed(qs)
-    raw = engine.vectors.collection(NS)
-
     samples, cpu = timed_recalls(engine, raw, qs, vecs)
-
     t1 = time.perf_counter()
     due = engine.maintenance_due(namespace=NS)
     due_s = time.perf_counter() - t1
@@ -127,7 +138,6 @@ def build(size: int, home: Path, n_queries: int) -> dict[str, Any]:
         "memories": size,
         "ingest_per_s": size / ingest,
         "ingest_s": ingest,
-        "bare_embedder_per_s": embed_rate,
         "raw_chroma_add_per_s": raw_add,
         "maintenance_due_s": due_s,
         "maintenance_due_fired": [t.name for t in due],

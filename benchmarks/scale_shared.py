@@ -42,7 +42,6 @@ from scale import (
     disk_bytes,
     exponents,
     growth_lines,
-    pct,
     peak_rss_mib,
     queries,
 )
@@ -67,45 +66,16 @@ def build(size: int, home: Path, redis_url: str, chroma_url: str,
     import chromadb  # noqa: F401  (imported before the clock, as in scale.py)
 
     from reverie.core import ManualClock
-    from reverie.core.engine import Observation
     from reverie.integrations import open_engine
 
     emb = HashEmbedder()
     texts = corpus(size)
     clock = ManualClock(datetime(2025, 1, 1, tzinfo=UTC))
     engine = open_engine(home, store=redis_url, vectors=chroma_url, embedder=emb, clock=clock)
-    t0 = time.perf_counter()
-    step = 10_000
-    for i in range(0, size, step):
-        engine.observe_many([Observation(t) for t in texts[i : i + step]], namespace=NS,
-                            batch_size=256)
-    engine.flush()
-    ingest = time.perf_counter() - t0
+    ingest = scale.ingest_seconds(engine, texts)
     del texts
-
-    qs = queries(n_queries)
-    vecs = emb.embed(qs)
-    raw = _raw_collection(chroma_url)
-
-    samples, _cpu = scale.timed_recalls(engine, raw, qs, vecs)
-    t1 = time.perf_counter()
-    due = engine.maintenance_due(namespace=NS)
-    due_s = time.perf_counter() - t1
-    raw_add = scale.raw_add_rate(raw, emb)
-    engine.close()
-    row: dict[str, Any] = {
-        "memories": size,
-        "ingest_per_s": size / ingest,
-        "ingest_s": ingest,
-        "raw_chroma_add_per_s": raw_add,
-        "maintenance_due_s": due_s,
-        "maintenance_due_fired": [t.name for t in due],
-        "build_peak_rss_mib": peak_rss_mib(),
-    }
-    for m, xs in samples.items():
-        row[f"{m}_p50_ms"] = pct(xs, 50)
-        row[f"{m}_p95_ms"] = pct(xs, 95)
-    return row
+    return scale.measured_row(engine, _raw_collection(chroma_url), emb, size, ingest,
+                              n_queries)
 
 
 def open_first(home: Path, redis_url: str, chroma_url: str) -> dict[str, Any]:
