@@ -166,8 +166,9 @@ class UpdatePolicy:
 
     detect_updates: bool = _num(True, _FLAG)  # False: observe never links versions
     # Earlier traces considered per observe (one dense query, the turns just before it
-    # included). More finds paraphrased versions further down, at the cost of reads.
-    neighbours: int = _num(8)
+    # included), retired versions among them (they are dropped when their records are
+    # read). More finds paraphrased versions further down, at the cost of reads.
+    neighbours: int = _num(16)
     # Below this cosine (of the texts, or of the turns just before the new one) nothing
     # is linked: two texts this far apart speak of different things.
     min_similarity: float = _num(0.3, _UNIT)

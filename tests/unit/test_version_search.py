@@ -4,12 +4,13 @@ which one is linked when several qualify."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
 from reverie.core import vector_sync
 from reverie.core.engine import MemoryEngine
-from reverie.core.models import Kind, Memory, Tier
+from reverie.core.models import Kind, Memory, Status, Tier
 from reverie.core.policy import Policy
 from reverie.core.ports import WriteBatch
 from reverie.core.version_links import cosines
@@ -199,3 +200,31 @@ def test_an_intro_lends_its_subject_even_when_the_update_reads_nearer_on_its_own
     why = _why(e, new)
     assert why is not None and why["of"] == old.id
     assert abs(why["context"] - lent) < 1e-4
+
+
+def test_retired_versions_nearest_the_update_leave_it_to_the_current_one() -> None:
+    # The index is asked without a status filter (its fastest path): the two retired
+    # versions read nearer the update than the current one, and their records drop them.
+    e = make_engine()
+    said = "user: I live in Berlin, close to the big park by the river"
+
+    def trace(mid: str, text: str, hours: int, **retired: Any) -> Memory:
+        m = Memory(id=mid, namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+                   text=text, created_at=T0 + timedelta(hours=hours))
+        return dataclasses.replace(m, **retired)
+
+    olds = [
+        trace("v1", said, 0, status=Status.SUPERSEDED, superseded_by="v2"),
+        trace("v2", said.replace("Berlin", "Paris"), 1, status=Status.SUPERSEDED,
+              superseded_by="v3"),
+        trace("v3", "user: These days I live in Madrid", 2),
+    ]
+    _stored_days_ago(e, olds, 40)
+    update = "user: Actually I live in Lisbon now, close to the big park by the river"
+    v_new, *v_olds = e._ctx.embed([update, *(m.text for m in olds)])
+    near = cosines(v_new, v_olds)
+    assert min(near[:2]) > near[2] >= e.policy.updates.min_similarity  # what the case is about
+    new = e.observe(update)
+    why = _why(e, new)
+    assert why is not None and why["of"] == "v3"
+    assert e.get("v1").superseded_by == "v2" and e.get("v2").superseded_by == "v3"
