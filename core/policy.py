@@ -166,9 +166,11 @@ class UpdatePolicy:
 
     detect_updates: bool = _num(True, _FLAG)  # False: observe never links versions
     # Earlier traces considered per observe (one dense query, the turns just before it
-    # included), retired versions among them (they are dropped when their records are
-    # read). More finds paraphrased versions further down, at the cost of reads.
-    neighbours: int = _num(16)
+    # included). Retired versions count among them (their records drop them), so a fact
+    # corrected more often than this can hide its current version behind its retired
+    # ones. More finds paraphrased versions further down, at the cost of reads, and
+    # offers the judgement more look-alikes to link by mistake.
+    neighbours: int = _num(8)
     # Below this cosine (of the texts, or of the turns just before the new one) nothing
     # is linked: two texts this far apart speak of different things.
     min_similarity: float = _num(0.3, _UNIT)
