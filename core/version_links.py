@@ -8,6 +8,7 @@ elliptical update ("About the dentist." ... "It's 4:30 now.").
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -173,6 +174,10 @@ class VersionLinks:
             )
             if signals.verdict is updates.Verdict.NONE:
                 continue
+            if m.tier is Tier.CRYSTAL and signals.verdict is updates.Verdict.SUPERSEDES:
+                # what the user said often or confirmed is outdated, never retired: it
+                # ranks below the newer text, and a link judged wrongly hides nothing
+                signals = dataclasses.replace(signals, verdict=updates.Verdict.OUTDATES)
             if best is None or _rank(signals) > _rank(best[1]):
                 best = (m, signals)
         return best
@@ -205,11 +210,15 @@ def _rank(signals: updates.Signals) -> tuple[bool, bool, float]:
 
 
 def may_be_outdated(m: Memory, when: datetime, digest: str) -> bool:
-    """An earlier, current free-text trace with other words: what a new trace may update."""
+    """An earlier, current free-text memory with other words: what a new trace may update.
+    A trace, or the crystal a trace became when said again from other sources or
+    confirmed: a fact the user repeated still changes ("my laptop is a ThinkPad", said
+    in three sessions, then "I switched to a MacBook Air"). Not a keyed fact (`remember`
+    replaces those by key) nor a synthesis."""
     return (
         m.is_active
         and m.key is None
-        and m.tier is Tier.TRACE
+        and m.tier in (Tier.TRACE, Tier.CRYSTAL)
         and m.created_at <= when
         and content_hash(m.text) != digest
     )

@@ -210,6 +210,25 @@ def test_a_supersession_records_why_and_history_shows_the_chain() -> None:
     assert [h.id for h in past][:1] == [old.id]
 
 
+def test_a_fact_said_in_three_sessions_is_outdated_by_a_change_never_retired() -> None:
+    # three sources make the statement a crystal; a change still ranks above it, and the
+    # crystal stays current (the same texts as traces would supersede, as above)
+    e = make_engine()
+    for n in range(3):
+        old = e.observe("user: I live in Berlin, close to the big park", source=f"s{n}")
+        later(e, days=5)
+    assert e.get(old.id).tier is Tier.CRYSTAL
+    later(e, days=40)
+    new = e.observe("user: Actually I live in Lisbon now, close to the big park")
+    kept = e.get(old.id)
+    assert kept.is_active and kept.superseded_by is None
+    why = e.get(new.id).metadata[UPDATE_KEY]
+    assert why["of"] == old.id and why["verdict"] == "outdates"
+    assert why["cue"] is True and why["score"] >= e.policy.updates.supersede_score
+    hits = e.recall("where do I live", reinforce=False)
+    assert [h.id for h in hits][:2] == [new.id, old.id]
+
+
 def test_assistant_words_never_retire_a_users_statement() -> None:
     e = make_engine()
     old = e.observe("user: I live in Berlin, close to the big park")
