@@ -24,7 +24,10 @@ from .ports import RecordStore, Vector
 from .text import content_hash
 from .version_links import VersionLinks
 
-_LINKABLE = (Tier.TRACE, Tier.UNIT)  # syntheses and crystals are never an older item
+# A crystal (an item the user confirmed, a statement said from three sources) is an older
+# item too: a link only outdates, so what the user established is never hidden. A
+# synthesis, written by the REM cycle from many memories, is never an older item.
+_LINKABLE = (Tier.TRACE, Tier.UNIT, Tier.CRYSTAL)
 
 
 @dataclass(frozen=True, slots=True)

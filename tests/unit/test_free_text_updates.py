@@ -229,6 +229,27 @@ def test_a_fact_said_in_three_sessions_is_outdated_by_a_change_never_retired() -
     assert [h.id for h in hits][:2] == [new.id, old.id]
 
 
+def test_a_confirmed_item_is_outdated_by_a_new_item_under_another_key() -> None:
+    # a store item (a unit with its own words, as the LangGraph store writes it) that the
+    # user confirmed is a crystal; a change written as a new item still ranks above it,
+    # and the confirmed item stays current under its own key
+    e = make_engine()
+    old = e.remember(
+        "item:m-1", "value", "d1", text="user: I live in Berlin, close to the big park"
+    )
+    old = e.confirm(old.id)
+    assert old.tier is Tier.CRYSTAL
+    later(e, days=40)
+    new = e.remember(
+        "item:m-2", "value", "d2", text="user: Actually I live in Lisbon now, close to the big park"
+    )
+    why = new.metadata[UPDATE_KEY]
+    assert why["of"] == old.id and why["verdict"] == "outdates"
+    assert e.get(old.id).is_active
+    hits = e.recall("where do I live", reinforce=False)
+    assert [h.id for h in hits][:2] == [new.id, old.id]
+
+
 def test_assistant_words_never_retire_a_users_statement() -> None:
     e = make_engine()
     old = e.observe("user: I live in Berlin, close to the big park")
