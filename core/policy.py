@@ -220,7 +220,9 @@ class UpdatePolicy:
     supersede_score: float = _num(0.85)
     # With no typed value changed (a cue and words of its own: "I changed my commute to
     # the bus"), the weak link needs this score: incidental cues ("use Ethernet instead
-    # of Wi-Fi") come with new words too. A cue alone never retires anything.
+    # of Wi-Fi") come with new words too. A cue alone never retires anything. A preference
+    # restated in the same words ("my favourite food is falafel" after "... is dumplings")
+    # brings no incidental cue, so it needs only `outdate_score`.
     cue_only_score: float = _num(0.65)
     # A value of one type replaced by another of that type (a city for a city, an amount
     # for an amount) in two texts at least this similar is a newer version even with no

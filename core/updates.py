@@ -604,7 +604,18 @@ def judge(
     # A change is told in a short statement; a long chat turn mixes several things, and
     # its change words and names come by the way ("I've been wanting to switch to ...").
     short = len(new.sequence) <= p.max_words
-    new_value = short and not asks and (bool(fresh_types) or (bool(own_words) and new.cue))
+    old_short = len(old.sequence) <= p.max_words
+    # A preference restated with another plain-word value ("My favourite food is falafel"
+    # after "From now on, my favourite food is dumplings"): a standing state holds one
+    # value at a time, so the two are versions when they name it in the same words.
+    preference = (
+        same_type is None and new.state and old.state and not (new.past or old.past)
+        and old_short and similarity >= p.typed_similarity
+        and len(new.words & old.words) >= 2 and bool(old.words - new.words)
+    )
+    new_value = short and not asks and (
+        bool(fresh_types) or (bool(own_words) and (new.cue or preference))
+    )
     contrast = _contrast(new, old, new.strong_cue)
     if contrast is None and not new.strong_cue:
         contrast = _label_contrast(new, old)
@@ -642,7 +653,6 @@ def judge(
     # exactly there.
     # Without a change word the older text must be a statement too: a long chat turn
     # mixes several things, and one of its names is no value the new text replaces.
-    old_short = len(old.sequence) <= p.max_words
     restated = (
         same_type is not None and similarity >= p.typed_similarity and old_short
         and not (new.past or old.past)
@@ -674,11 +684,15 @@ def judge(
     evidence = (
         new.cue or (elliptical and context >= p.min_similarity)
         or (same_type is not None and new.state and old.state)
-        or restated
+        or restated or preference
     )
     if new_value and evidence and contrast is None and base >= p.min_similarity:
-        if same_type is None:  # a cue and new words: outdated at most, on a higher bar
-            if score >= p.cue_only_score:
+        if same_type is None:
+            # a cue and new words: outdated at most, on a higher bar (incidental cues
+            # come with new words too); a preference restated is judged as a value
+            # restated is, on the weak link's own bar
+            bar = p.cue_only_score if new.cue or not preference else p.outdate_score
+            if score >= bar:
                 verdict = Verdict.OUTDATES
         elif (
             score >= p.supersede_score and new.cue and not elliptical

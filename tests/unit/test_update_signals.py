@@ -165,6 +165,34 @@ def test_a_preference_with_a_new_value_is_a_version_below_the_restated_similarit
     assert verdict("White is the colour.", "My favourite colour is purple.", 0.45) is (Verdict.NONE)
 
 
+def test_a_preference_restated_with_a_plain_word_value_is_a_version() -> None:
+    # no typed value and no change word: both state one preference ("favourite food")
+    # in the same words, so 0.55 + 2 shared words * 0.03 = 0.61 reaches outdate_score 0.6
+    s = judge(
+        read("My favourite food is falafel."),
+        read("From now on, my favourite food is dumplings."),
+        0.55,
+        0.0,
+        Policy(),
+    )
+    assert s.verdict is Verdict.OUTDATES and abs(s.score - 0.61) < 1e-9
+    # a preference of another thing shares one word only: two facts
+    assert verdict("My favourite drink is chai.", "My favourite food is dumplings.", 0.55) is (
+        Verdict.NONE
+    )
+    # below typed_similarity (0.5) the two are not read as one preference
+    assert verdict("My favourite food is falafel.", "My favourite food is dumplings.", 0.49) is (
+        Verdict.NONE
+    )
+    # the same words without a preference are two statements, not a new value of one
+    assert verdict("My lunch today is falafel.", "My lunch today is dumplings.", 0.55) is (
+        Verdict.NONE
+    )
+    # told as past events, they are two events
+    assert verdict("My favourite food was falafel.", "My favourite food is dumplings.", 0.55) is (
+        Verdict.NONE
+    )
+
 def test_a_score_exactly_at_outdate_score_outdates() -> None:
     # no shared content word, no change word: 0.45 + same_type_bonus 0.15 = 0.6
     s = judge(read("Currently blue."), read("Red, usually."), 0.45, 0.0, Policy())
