@@ -268,6 +268,7 @@ def read(text: str) -> Reading:
             spans.append(m.span())
         for a, b in spans:  # masked for the types after it, keeping positions
             masked = masked[:a] + " " * (b - a) + masked[b:]
+    named: list[tuple[int, int]] = []  # where the names are (masked for the content words)
     for m in _NAME.finditer(masked):
         if _VOCATIVE_BEFORE.search(masked[: m.start()]) or masked[m.end() : m.end() + 1] == "!":
             continue  # "Thanks, Mel!", "Hey Gina": who is spoken to, not a value
@@ -287,14 +288,19 @@ def read(text: str) -> Reading:
         if parts:
             values.setdefault("name", set()).add(" ".join(parts))
             first = min(first, start)
+            named.append((start, m.end()))
     low = masked.casefold()
-    names = {w.strip(".") for v in values.get("name", ()) for w in v.split()}
     seq = tuple(w.strip("'-") for w in _WORD.findall(low))
+    # a name's words are no content words where the name stands, and are elsewhere: "The
+    # phone I use is a Nothing Phone" speaks of a phone
+    unnamed = low
+    for a, b in named:
+        unnamed = unnamed[:a] + " " * (b - a) + unnamed[b:]
 
     def content(ws: Sequence[str]) -> frozenset[str]:
         return frozenset(
             _stem(w) for w in ws
-            if w not in STOP_WORDS and w not in _NOISE_WORDS and w not in names and len(w) > 1
+            if w not in STOP_WORDS and w not in _NOISE_WORDS and len(w) > 1
         )
 
     # the subject: the words before the first value, less the word just before it (the
@@ -302,7 +308,8 @@ def read(text: str) -> Reading:
     lead = [w.strip("'-") for w in _WORD.findall(low[:first])] if first < len(body) else []
     cue = CUE.search(body) is not None
     return Reading(
-        {k: frozenset(v) for k, v in values.items()}, content(seq), seq, cue,
+        {k: frozenset(v) for k, v in values.items()},
+        content([w.strip("'-") for w in _WORD.findall(unnamed)]), seq, cue,
         body.rstrip().endswith("?"), speaker_of(text),
         cue and STRONG_CUE.search(body) is not None, STATE.search(body) is not None,
         content(lead[:-1]), _PAST.search(body) is not None, _labels(body),

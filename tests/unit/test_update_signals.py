@@ -6,7 +6,7 @@ change of one value is found whatever else the texts say."""
 from __future__ import annotations
 
 from reverie.core import Policy
-from reverie.core.updates import Verdict, introduces, judge, may_update, read
+from reverie.core.updates import Verdict, answers_alike, introduces, judge, may_update, read
 
 
 def verdict(
@@ -31,6 +31,20 @@ def test_a_name_that_starts_a_sentence_keeps_all_its_words_but_the_first() -> No
     r = read("user: My old landlord sold the flat. Now Anna Berg owns it.")
     assert r.values["name"] == {"anna berg"}
     assert r.subject == {"landlord", "sold", "flat"}
+
+
+def test_a_word_of_a_name_is_a_content_word_where_the_name_is_not() -> None:
+    # "Nothing Phone" is the value; the phone before it is what the text speaks of
+    r = read("user: The phone I use is a Nothing Phone.")
+    assert r.values["name"] == {"nothing phone"}
+    assert "phone" in r.words and "phone" in r.subject
+    # so it answers alike with an older phone the question asks about, though the question
+    # names the phone and the newer text names it only in other words than a name
+    old = read("user: My phone is an iPhone 13 mini with a cracked screen.")
+    asked = read("What phone with the cracked screen do I have?").words
+    assert answers_alike(r, old, asked, Policy()) == "name"
+    # where only the name holds the word, it is no content word
+    assert "phone" not in read("user: I bought a Nothing Phone.").words
 
 
 def test_the_speaker_is_read_whatever_the_length_of_what_they_said() -> None:
