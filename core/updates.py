@@ -266,8 +266,7 @@ def read(text: str) -> Reading:
             values.setdefault(kind, set()).add(value)
             first = min(first, m.start())
             spans.append(m.span())
-        for a, b in spans:  # masked for the types after it, keeping positions
-            masked = masked[:a] + " " * (b - a) + masked[b:]
+        masked = _blank(masked, spans)  # masked for the types after it, keeping positions
     named: list[tuple[int, int]] = []  # where the names are (masked for the content words)
     for m in _NAME.finditer(masked):
         if _VOCATIVE_BEFORE.search(masked[: m.start()]) or masked[m.end() : m.end() + 1] == "!":
@@ -290,12 +289,7 @@ def read(text: str) -> Reading:
             first = min(first, start)
             named.append((start, m.end()))
     low = masked.casefold()
-    seq = tuple(w.strip("'-") for w in _WORD.findall(low))
-    # a name's words are no content words where the name stands, and are elsewhere: "The
-    # phone I use is a Nothing Phone" speaks of a phone
-    unnamed = low
-    for a, b in named:
-        unnamed = unnamed[:a] + " " * (b - a) + unnamed[b:]
+    seq = _words(low)
 
     def content(ws: Sequence[str]) -> frozenset[str]:
         return frozenset(
@@ -305,15 +299,28 @@ def read(text: str) -> Reading:
 
     # the subject: the words before the first value, less the word just before it (the
     # verb or preposition that introduces the value: "my dentist [is] Dr. Okafor")
-    lead = [w.strip("'-") for w in _WORD.findall(low[:first])] if first < len(body) else []
+    lead = _words(low[:first]) if first < len(body) else ()
     cue = CUE.search(body) is not None
     return Reading(
         {k: frozenset(v) for k, v in values.items()},
-        content([w.strip("'-") for w in _WORD.findall(unnamed)]), seq, cue,
+        # a name's words are no content words where the name stands, and are elsewhere:
+        # "The phone I use is a Nothing Phone" speaks of a phone
+        content(_words(_blank(low, named))), seq, cue,
         body.rstrip().endswith("?"), speaker_of(text),
         cue and STRONG_CUE.search(body) is not None, STATE.search(body) is not None,
         content(lead[:-1]), _PAST.search(body) is not None, _labels(body),
     )
+
+
+def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """`text` with each span replaced by spaces, so every other position stays put."""
+    for a, b in spans:
+        text = text[:a] + " " * (b - a) + text[b:]
+    return text
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip("'-") for w in _WORD.findall(text))
 
 
 def speaker_of(text: str) -> str | None:
@@ -612,13 +619,14 @@ def judge(
     # its change words and names come by the way ("I've been wanting to switch to ...").
     short = len(new.sequence) <= p.max_words
     old_short = len(old.sequence) <= p.max_words
+    shared = tuple(sorted(new.words & old.words))
     # A preference restated with another plain-word value ("My favourite food is falafel"
     # after "From now on, my favourite food is dumplings"): a standing state holds one
     # value at a time, so the two are versions when they name it in the same words.
     preference = (
         same_type is None and new.state and old.state and not (new.past or old.past)
         and old_short and similarity >= p.typed_similarity
-        and len(new.words & old.words) >= 2 and bool(old.words - new.words)
+        and len(shared) >= 2 and bool(old.words - new.words)
     )
     new_value = short and not asks and (
         bool(fresh_types) or (bool(own_words) and (new.cue or preference))
@@ -626,7 +634,6 @@ def judge(
     contrast = _contrast(new, old, new.strong_cue)
     if contrast is None and not new.strong_cue:
         contrast = _label_contrast(new, old)
-    shared = tuple(sorted(new.words & old.words))
     # The turns before count only for an update that does not name its subject itself,
     # and only for a typed value replaced by one of its type: an intro's words lend a
     # subject, and the value says which of the subjects near it ("About my pay." then
@@ -698,7 +705,7 @@ def judge(
             # a cue and new words: outdated at most, on a higher bar (incidental cues
             # come with new words too); a preference restated is judged as a value
             # restated is, on the weak link's own bar
-            bar = p.cue_only_score if new.cue or not preference else p.outdate_score
+            bar = p.outdate_score if preference and not new.cue else p.cue_only_score
             if score >= bar:
                 verdict = Verdict.OUTDATES
         elif (
