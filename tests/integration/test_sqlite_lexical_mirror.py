@@ -16,6 +16,7 @@ from reverie.core.models import Memory
 from reverie.core.ports import WriteBatch
 from reverie.core.text import lexical_terms, query_terms
 from reverie.integrations.redis.lexical import bm25_top
+from reverie.integrations.sqlite import lexical
 from reverie.integrations.sqlite.store import SQLiteStore
 from tests.contract.conftest import make_memory
 
@@ -99,10 +100,15 @@ WORDS = ("tea", "cat", "sea", "jazz", "bike", "lisbon", "hill", "tram", "porto",
          "night", "road", "green", "black", "paint", "fence")
 
 
-def test_many_blocks_and_every_kind_of_change_rank_as_the_reference(tmp_path: Path) -> None:
+@pytest.mark.parametrize("read_all", [0, 10**9], ids=["pruned", "every-posting"])
+def test_many_blocks_and_every_kind_of_change_rank_as_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_all: int
+) -> None:
     """Thousands of documents (many blocks per term), changed in every way a store
     changes them, in batches and one by one: search equals BM25 over the active texts,
-    for small k (where pruning skips most postings) and large."""
+    for small k (where pruning skips most postings) and large, bit for bit, both where
+    a search prunes term by term and where it reads every posting of its terms."""
+    monkeypatch.setattr(lexical, "_READ_ALL", read_all)
     rng = random.Random(3)
     serial = iter(range(10**6))
 
