@@ -164,7 +164,7 @@ _NOISE_WORDS = frozenset(
     is'nt s t there's that's i'm i've we're we've i'd we'd know mean meant said says
     say upgraded downgraded increased decreased raised lowered extended shortened
     rescheduled adjusted improved reduced bumped pushed dropped updated traded replaced
-    record us until till
+    record us until till about
     """.split()  # noqa: SIM905
 )
 

@@ -51,6 +51,8 @@ class Recent:
     vector: Vector
     assistant: bool
     reading: updates.Reading
+    linked: bool = False  # written as a newer version of an earlier trace
+    via_intro: bool = False  # ...through the intro turn before it
 
 
 class VersionLinks:
@@ -76,10 +78,16 @@ class VersionLinks:
         context: list[Recent] = []
         if len(p.reading.words) <= policy.elliptical_words and policy.context_turns > 0:
             turns = [r for r in recent if not r.assistant and r.memory.created_at <= p.when]
+            window = turns[-policy.context_turns :]
+            # an intro lends its subject to the update that answers it, not to the turns
+            # after that update ("About my work computer." "It's an Asus Zenbook now."
+            # ... "We relocated to Seattle for good." is about no computer); and an
+            # update is no intro, though it may read as one ("It's an Asus Zenbook now.")
             context = [
-                r for r in turns[-policy.context_turns :]
-                if updates.introduces(r.reading, self.ctx.policy)
+                r for i, r in enumerate(window)
+                if not r.linked and updates.introduces(r.reading, self.ctx.policy)
                 and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
+                and not any(t.via_intro for t in window[i + 1 :])
             ]
         if not (updates.may_update(p.reading, self.ctx.policy) or context):
             return None

@@ -219,10 +219,12 @@ class WritePath:
         store = self.ctx.store
         edges = self._entity_edges(ns, p.memory)
         looked = self.versions.candidates(ns, p, vec)
+        judged: list[updates.Signals] = []  # the link's signals, of the attempt that wrote
 
         def attempt() -> tuple[Memory, Memory | None, bool]:
             memory = p.memory
             link = self.versions.link(ns, p, vec, *looked) if looked else None
+            judged[:] = [link[1]] if link is not None else []
             puts: list[Memory] = []
             batch_edges = list(edges)
             superseded = None
@@ -254,7 +256,10 @@ class WritePath:
             if again is None:
                 raise
             return self._fold(ns, again.id, p.source, p.when), None, False
-        self.versions.remember(ns, Recent(out[0], vec, p.assistant, p.reading))
+        self.versions.remember(ns, Recent(
+            out[0], vec, p.assistant, p.reading, linked=bool(judged),
+            via_intro=bool(judged) and judged[-1].context > 0.0,
+        ))
         return out
 
     def _fold(self, namespace: str, memory_id: str, source: str, when: datetime) -> Memory:

@@ -228,3 +228,37 @@ def test_retired_versions_nearest_the_update_leave_it_to_the_current_one() -> No
     why = _why(e, new)
     assert why is not None and why["of"] == "v3"
     assert e.get("v1").superseded_by == "v2" and e.get("v2").superseded_by == "v3"
+
+
+def test_an_intro_lends_its_subject_to_the_update_that_answers_it_not_to_later_turns() -> None:
+    # "It's a MacBook Air now." answers the intro; the move said two minutes later is
+    # about no laptop, and the answered update is no intro for it either
+    e = make_engine()
+    laptop, _intro, answer, moved = _say(
+        e,
+        "user: My work laptop is a ThinkPad X1.",
+        60 * 24,
+        "user: About my work laptop.",
+        1,
+        "user: It's a MacBook Air now.",
+        2,
+        "user: We relocated to Seattle.",
+    )
+    why = _why(e, answer)
+    assert why is not None and why["of"] == laptop.id and why["context"] > 0
+    assert _why(e, moved) is None
+
+
+def test_a_turn_that_only_names_its_subject_is_no_version_and_stays_an_intro() -> None:
+    e = make_engine()
+    falafel, intro, paella = _say(
+        e,
+        "user: My favourite food has changed to falafel.",
+        60 * 24 * 30,
+        "user: About my favourite food.",
+        1,
+        "user: It's paella now.",
+    )
+    assert _why(e, intro) is None  # "about" is no word of its own: it states nothing
+    why = _why(e, paella)
+    assert why is not None and why["of"] == falafel.id and why["context"] > 0
