@@ -144,6 +144,7 @@ def _rate(xs: Sequence[bool]) -> float | None:
 def run_scenarios(engine: Any, clock: Any, embedder: MemoEmbedder,
                   scenarios: Sequence[Scenario]) -> dict[str, Any]:
     from reverie.core.models import Status
+    from reverie.core.writing import UPDATE_KEY
 
     embedder.warm([t.text for s in scenarios for t in s.turns]
                   + [p.question for s in scenarios for p in s.probes])
@@ -153,6 +154,9 @@ def run_scenarios(engine: Any, clock: Any, embedder: MemoEmbedder,
     keep_total = keep_hidden = 0
     neg_scen = neg_scen_hit = 0
     stale_total = stale_correct = stale_wrong_link = 0
+    # every version link written at ingest (a newer text marked as replacing an older):
+    # right when both state one fact and the newer is a later value of it
+    links: list[dict[str, Any]] = []
     for n, sc in enumerate(scenarios, 1):
         ns = f"ku/{sc.id}"
         by_id = {t.id: t for t in sc.turns}
@@ -193,6 +197,17 @@ def run_scenarios(engine: Any, clock: Any, embedder: MemoEmbedder,
                     "by_text": by_turn.text if by_turn else (by.text if by else None),
                 })
         audit.extend(mine)
+        for m in mems.values():
+            link = m.metadata.get(UPDATE_KEY)
+            old = mems.get(link["of"]) if isinstance(link, dict) else None
+            if old is None:
+                continue
+            new_turn, old_turn = min(m.sources), min(old.sources)
+            links.append({
+                "scenario": sc.id, "right": new_turn in sc.retirable.get(old_turn, ()),
+                "older": old.text, "newer": m.text, "verdict": link.get("verdict"),
+                "context": link.get("context"),
+            })
         keep_total += len(sc.must_stay_current)
         keep_hidden += len(hidden_keep)
         if sc.kind != "update":
@@ -225,8 +240,13 @@ def run_scenarios(engine: Any, clock: Any, embedder: MemoEmbedder,
             probes.append(row)
         if n % 25 == 0 or n == len(scenarios):
             log(f"  [{n}/{len(scenarios)}] scenarios")
-    return summarise(scenarios, probes, audit, observe_ms, keep_total, keep_hidden, neg_scen,
-                     neg_scen_hit, stale_total, stale_correct, stale_wrong_link)
+    out = summarise(scenarios, probes, audit, observe_ms, keep_total, keep_hidden, neg_scen,
+                    neg_scen_hit, stale_total, stale_correct, stale_wrong_link)
+    wrong = [x for x in links if not x["right"]]
+    out["reverie_links"] = {"links": len(links), "wrong": len(wrong),
+                            "wrong_rate": len(wrong) / len(links) if links else None,
+                            "wrong_links": wrong}
+    return out
 
 
 def _text_of(ranked: Sequence[frozenset[str]], texts: dict[str, str]) -> str | None:
@@ -534,6 +554,7 @@ def render(r: dict[str, Any]) -> str:
     for split, res in r["splits"].items():
         cov = res["coverage"]
         sup = res["reverie_supersession"]
+        lk = res["reverie_links"]
         L += [
             "",
             f"## Generated scenarios, `{split}` split (seed {r['seeds'][split]})",
@@ -566,6 +587,9 @@ def render(r: dict[str, Any]) -> str:
             f"| of them retired by a later value of the same fact | "
             f"{sup['stale_retired_by_a_later_value']} |",
             f"| of them retired by an unrelated turn | {sup['stale_retired_by_a_wrong_turn']} |",
+            f"| version links written (retiring or outdating) | {lk['links']} |",
+            f"| of them joining two different facts | {lk['wrong']} "
+            f"(rate {_f(lk['wrong_rate'])}) |",
             "",
             "False supersessions by the retired turn's speaker: "
             + (", ".join(f"{k} {v}" for k, v in
@@ -608,6 +632,13 @@ def render(r: dict[str, Any]) -> str:
             for a in false[:40]:
                 L.append(f"| {a['scenario']} | {_cell(a['text'])} ({a['role']}) | "
                          f"{_cell(a['by_text'])} ({a['by_role']}) |")
+        wrong = lk["wrong_links"]
+        if wrong:
+            L += ["", f"### Version links joining two different facts (first 25 of "
+                  f"{len(wrong)})", "", "| scenario | older | newer (verdict) |", "|---|---|---|"]
+            for x in wrong[:25]:
+                L.append(f"| {x['scenario']} | {_cell(x['older'])} | {_cell(x['newer'])} "
+                         f"({x['verdict']}) |")
         misses = [p for p in res["probes"] if not p["negative"] and p["reverie"]["stale_above"]]
         if misses:
             L += ["", f"### Questions where reverie ranks a stale value first (first 25 of "
