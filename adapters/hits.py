@@ -49,5 +49,6 @@ def explanation_dict(e: Explanation) -> dict[str, object]:
         "hops": e.hops,
         "via": e.via,
         "context": shown(e.context),
+        "speaker": shown(e.speaker),
         "note": e.note,
     }

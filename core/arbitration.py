@@ -242,7 +242,7 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
             continue
         if any(vals - said.values.get(kind, frozenset()) for kind, vals in reply.values.items()):
             continue
-        capped[m.id] = Ranked(m, r.candidate, r.decay, prior.score - _ABOVE)
+        capped[m.id] = Ranked(m, r.candidate, r.decay, prior.score - _ABOVE, r.speaker)
         notes[m.id] = f"a reply to {prior.memory.id} stating nothing of its own, ranked below it"
     if not capped:
         return Arbitration(ranked, {})
@@ -365,7 +365,7 @@ def arbitrate(
         cand = Candidate(
             new.id, base.dense, base.lexical, rel, base.hops, base.via, base.context
         )
-        by_id[new.id] = Ranked(new, cand, decay, score)
+        by_id[new.id] = Ranked(new, cand, decay, score, cur.speaker if cur else 0.0)
         snippet = old.text if len(old.text) <= _SNIPPET else old.text[: _SNIPPET - 1] + "…"
         note = (
             f"newer version of {old.id} (\"{snippet}\"), observed {new.created_at:%Y-%m-%d}"

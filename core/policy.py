@@ -296,6 +296,13 @@ class RetrievalPolicy:
     context_weight: float = _num(0.1, _UNIT)
     context_window_seconds: float = _num(120.0)
     context_seeds: int = _num(20)
+    # A question that names a person ("What do Melanie's kids like?") is answered by what
+    # that person said more often than by what others said to them: a memory whose speaker
+    # prefix ("Melanie: ...") names someone the question names closes this share of its
+    # score's distance to 1 (0.5 -> 0.7 at 0.4). More ranks the person's small talk above
+    # others' words about the asked thing; 0 turns it off. Every bound that stops recall
+    # reading records counts it, so a question naming someone reads a few more records.
+    speaker_weight: float = _num(0.4, _UNIT)
     # The largest k and token budget recall accepts: a larger k reads and ranks more
     # candidates per call (each one a record read), so a typo'd 10**9 is refused, not run.
     max_recall_k: int = _num(10_000, _POSITIVE)

@@ -31,6 +31,7 @@ from .context import EngineContext
 from .errors import BackendUnavailable, InvalidInput, InvalidVector
 from .models import Kind, Memory, Status, parse_kind
 from .packing import pack
+from .policy import Policy
 from .ports import SentQuery, Vector, VectorHit
 from .recall_reads import CandidateReads, LexicalSide, index_outage, lexical_alone
 from .restore import restored_note
@@ -49,6 +50,7 @@ from .retrieval import (
     unseen_similarity_bound,
 )
 from .scoring import importance_score
+from .text import names_asked
 
 _MIN_READ_STEP = 10  # candidates read per round trip at least, however small k is
 
@@ -71,6 +73,13 @@ class RecallRequest:
     # the question asks about an earlier state ("where did I live before Lisbon?"):
     # retired versions may answer, and no newer version is ranked above an older one
     past: bool = False
+    # the people the question names (`names_asked`): what they said scores higher
+    # (`speaker_weight`)
+    names: frozenset[str] = frozenset()
+
+    def speaker_bound(self, policy: Policy) -> float:
+        """The weight a speaker the question names may add to a score (`with_speaker`)."""
+        return policy.retrieval.speaker_weight if self.names else 0.0
 
     @property
     def historical(self) -> bool:
@@ -138,6 +147,7 @@ class RecallPath:
             reinforce=reinforce,
             vector=vector,
             past=asks_about_past(query),
+            names=names_asked(query),
         )
 
     def recall(self, ns: str, req: RecallRequest) -> RecallResult:
@@ -250,6 +260,7 @@ class RecallPath:
             ranked,
             places,
             policy,
+            req.speaker_bound(policy),
         )
         extra = self.reads.similarities(ns, qvec, need, side.cosines) if need else {}
         if extra:
@@ -274,7 +285,7 @@ class RecallPath:
         step = max(2 * k, _MIN_READ_STEP)
         memories: dict[str, Memory] = dict(read or {})
         ranked: list[Ranked] = []
-        alpha = policy.retrieval.alpha
+        bonus = req.speaker_bound(policy)
         for start in range(0, len(order), step):
             batch = order[start : start + step]
             unread = [c.id for c in batch if c.id not in memories]
@@ -282,11 +293,14 @@ class RecallPath:
                 memories.update(self.ctx.read(namespace, unread))
             # each candidate's score is its own, so ranking a step's batch and merging
             # equals ranking everything fetched so far, without scoring anyone twice
-            ranked += rank({c.id: c for c in batch}, memories, req.when, policy, req.admit)
+            ranked += rank(
+                {c.id: c for c in batch}, memories, req.when, policy, req.admit, req.names
+            )
             ranked.sort(key=lambda r: (-r.score, r.memory.id))
             rest = order[start + step : start + step + 1]
             if len(ranked) >= k and (
-                not rest or alpha * rest[0].relevance + (1.0 - alpha) < ranked[k - 1].score
+                not rest
+                or best_possible(rest[0].relevance, policy, bonus) < ranked[k - 1].score
             ):
                 break
         return memories, ranked
@@ -307,6 +321,7 @@ class RecallPath:
         edges are not read at all. Exact: the top k is what full expansion would give."""
         policy = self.ctx.policy
         k = req.k
+        bonus = req.speaker_bound(policy)
         frontier = [r.candidate for r in ranked[: policy.retrieval.expansion_seeds]]
         cut = ranked[k - 1].score if len(ranked) >= k else None
         known = dict(candidates)
@@ -315,7 +330,8 @@ class RecallPath:
             if cut is not None:
                 frontier = [
                     c for c in frontier
-                    if best_possible(c.relevance * policy.retrieval.hop_decay, policy) >= cut
+                    if best_possible(c.relevance * policy.retrieval.hop_decay, policy, bonus)
+                    >= cut
                 ]
             if not frontier:
                 break
@@ -323,7 +339,8 @@ class RecallPath:
             found = expand(frontier, edges, known, policy, hop)
             if cut is not None:
                 found = {
-                    i: c for i, c in found.items() if best_possible(c.relevance, policy) >= cut
+                    i: c for i, c in found.items()
+                    if best_possible(c.relevance, policy, bonus) >= cut
                 }
             if not found:
                 break
@@ -334,7 +351,7 @@ class RecallPath:
             return ranked
         missing = [i for i in added if i not in memories]
         memories.update(self.ctx.read(namespace, missing))
-        return rank(known, memories, req.when, policy, req.admit)
+        return rank(known, memories, req.when, policy, req.admit, req.names)
 
     def _arbitrate(
         self,
@@ -366,7 +383,7 @@ class RecallPath:
             # its relevance lacks the lexical half: its cosine stands for the whole.
             c = Candidate(c.id, c.dense, c.lexical, max(c.relevance, c.dense), c.hops, c.via,
                           c.context)
-            if best_possible(c.relevance, policy) >= cut:
+            if best_possible(c.relevance, policy, req.speaker_bound(policy)) >= cut:
                 olders[cid] = c
         known = dict(memories)
         edges = self.ctx.store.edges(ns, list(olders))
@@ -447,6 +464,7 @@ class RecallPath:
                     hops=r.candidate.hops,
                     via=r.candidate.via,
                     context=r.candidate.context,
+                    speaker=r.speaker,
                     note=(notes or {}).get(r.memory.id) or restored_note(r.memory),
                 ),
             )

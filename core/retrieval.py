@@ -19,6 +19,7 @@ from .models import Edge, Memory, Tier
 from .policy import Policy
 from .ports import LexicalHit, VectorHit
 from .scoring import decay_score, final_score, never_decays
+from .text import speaker_name
 
 
 def shown(x: float) -> float:
@@ -47,6 +48,7 @@ class Explanation:
     # a newer version placed above an older one (core/arbitration.py), or an older one
     # placed below its newer version: which, and when the newer was observed
     note: str | None = None
+    speaker: float = 0.0  # added because the memory's speaker is someone the question names
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -60,6 +62,7 @@ class Explanation:
             "hops": self.hops,
             "via": self.via,
             "context": shown(self.context),
+            "speaker": shown(self.speaker),
             "note": self.note,
         }
 
@@ -176,9 +179,26 @@ def _micros(t: datetime) -> int:
     return (t - _EPOCH) // _MICROSECOND
 
 
-def best_possible(relevance: float, policy: Policy) -> float:
-    """The highest final score a candidate of this relevance can reach (decay <= 1)."""
-    return policy.retrieval.alpha * relevance + (1.0 - policy.retrieval.alpha)
+def best_possible(relevance: float, policy: Policy, speaker: float = 0.0) -> float:
+    """The highest final score a candidate of this relevance can reach (decay <= 1, and
+    a named speaker's `speaker` weight when one may apply)."""
+    return with_speaker(policy.retrieval.alpha * relevance + (1.0 - policy.retrieval.alpha),
+                        speaker)
+
+
+def with_speaker(score: float, weight: float) -> float:
+    """A score raised by a named speaker's weight: that share of its distance to 1, so a
+    score stays within [0, 1] and keeps its order among the speaker's own words."""
+    return score + weight * (1.0 - score)
+
+
+def speaker_weight(m: Memory, names: frozenset[str], policy: Policy) -> float:
+    """`speaker_weight` when the memory's speaker is someone the question names (by the
+    first word of the speaker's name), else 0."""
+    if not names:
+        return 0.0
+    who = speaker_name(m.text)
+    return policy.retrieval.speaker_weight if who and who.split()[0] in names else 0.0
 
 
 def unseen_similarity_bound(dense: Sequence[VectorHit], asked: int) -> float:
@@ -198,6 +218,7 @@ def needs_similarity(
     ranked: Sequence[Ranked],
     places: int,
     policy: Policy,
+    speaker: float = 0.0,
 ) -> list[str]:
     """The lexical-only candidates whose true cosine could still matter.
 
@@ -212,7 +233,7 @@ def needs_similarity(
     w = policy.retrieval.dense_weight
     out = []
     for cid in lexical_only:
-        if best_possible(w * bound + (1.0 - w) * candidates[cid].lexical, policy) >= cut:
+        if best_possible(w * bound + (1.0 - w) * candidates[cid].lexical, policy, speaker) >= cut:
             out.append(cid)
     return out
 
@@ -261,6 +282,7 @@ class Ranked(NamedTuple):
     candidate: Candidate
     decay: float
     score: float
+    speaker: float = 0.0  # what a speaker the question names added to the score
 
 
 def rank(
@@ -269,9 +291,12 @@ def rank(
     at: datetime,
     policy: Policy,
     admit: Callable[[Memory], bool],
+    names: frozenset[str] = frozenset(),
 ) -> list[Ranked]:
     """Score every admissible candidate. Below the decay floor only crystals, pins and
-    matches at least `floor_bypass_relevance` strong (in relevance or in cosine) survive."""
+    matches at least `floor_bypass_relevance` strong (in relevance or in cosine) survive.
+    A memory spoken by someone of `names` (the people the question names) closes
+    `speaker_weight` of its score's distance to 1 (`with_speaker`)."""
     out: list[Ranked] = []
     for cid, cand in candidates.items():
         m = memories.get(cid)
@@ -284,6 +309,8 @@ def rank(
         )
         if faded and not strong:
             continue
-        out.append(Ranked(m, cand, d, final_score(cand.relevance, d, policy)))
+        base = final_score(cand.relevance, d, policy)
+        score = with_speaker(base, speaker_weight(m, names, policy))
+        out.append(Ranked(m, cand, d, score, score - base))
     out.sort(key=lambda r: (-r.score, r.memory.id))
     return out

@@ -115,6 +115,26 @@ def strip_speaker(text: str) -> str:
     return t[m.end() :]
 
 
+def speaker_name(text: str) -> str | None:
+    """Who a speaker prefix names ("Caroline: ..." -> "caroline"), lower-cased, if any."""
+    t = text.strip()
+    m = _SPEAKER.match(t)
+    if m is None:
+        return None
+    name = m.group(0).rstrip(": \t").casefold()
+    return None if name in _NOT_SPEAKERS else name
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w-]*")
+
+
+def names_asked(query: str) -> frozenset[str]:
+    """The capitalised words of a question, lower-cased and without a possessive: the
+    people it may ask about ("What do Melanie's kids like?" -> {"melanie"})."""
+    words = (w.casefold() for w in _CAPITALISED.findall(query.replace("\u2019", "'")))
+    return frozenset(w for w in words if w not in _NOT_ENTITIES)
+
+
 def initial_importance(text: str, policy: Policy, entities: frozenset[str] | None = None) -> float:
     """S0 at write time: instructions, names, dates and numbers matter; 'ok thanks' does not."""
     stripped = strip_speaker(text)

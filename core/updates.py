@@ -40,7 +40,7 @@ from enum import StrEnum
 from typing import Any
 
 from .policy import Policy
-from .text import STOP_WORDS, porter_stem, strip_speaker
+from .text import STOP_WORDS, porter_stem, speaker_name, strip_speaker
 
 # Speaker prefixes and metadata roles that mark an assistant's words.
 _ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool", "agent"])
@@ -325,10 +325,7 @@ def _words(text: str) -> tuple[str, ...]:
 
 def speaker_of(text: str) -> str | None:
     """The speaker a prefix names ("Caroline: ..." -> "caroline"), if any."""
-    body = strip_speaker(text)
-    if body == text.strip():
-        return None
-    return text.strip()[: len(text.strip()) - len(body)].rstrip(": \t").casefold()
+    return speaker_name(text)
 
 
 def _without_names(r: Reading, participants: frozenset[str]) -> Reading:

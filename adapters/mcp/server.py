@@ -135,7 +135,8 @@ class MemoryOut(BaseModel):
 
 
 class Explanation(BaseModel):
-    """Why a hit ranked where it did: final = alpha * relevance + (1 - alpha) * decay."""
+    """Why a hit ranked where it did: final = alpha * relevance + (1 - alpha) * decay,
+    raised by `speaker` when the question names the memory's speaker."""
 
     final: float
     relevance: float
@@ -147,6 +148,7 @@ class Explanation(BaseModel):
     hops: int
     via: str | None = None
     context: float
+    speaker: float = 0.0
 
 
 class HitOut(BaseModel):

@@ -20,15 +20,15 @@ scores = st.floats(min_value=-2.0, max_value=2.0, allow_nan=False)
     final=scores, relevance=scores, dense=scores, lexical=scores, decay=scores,
     importance=scores, context=scores, tier=st.sampled_from(list(Tier)),
     hops=st.integers(0, 5), via=st.none() | st.text(max_size=8),
-    note=st.none() | st.text(max_size=20),
+    note=st.none() | st.text(max_size=20), speaker=scores,
 )  # fmt: skip
 def test_explanation_dict_is_as_dict(
     final: float, relevance: float, dense: float, lexical: float, decay: float,
     importance: float, context: float, tier: Tier, hops: int, via: str | None,
-    note: str | None,
+    note: str | None, speaker: float,
 ) -> None:  # fmt: skip
     e = Explanation(final, relevance, dense, lexical, decay, importance, tier, hops, via,
-                    context, note)  # fmt: skip
+                    context, note, speaker)  # fmt: skip
     got = explanation_dict(e)
     assert got == e.as_dict()
     assert list(got) == list(e.as_dict())  # same key order in the JSON a user sees

@@ -22,6 +22,7 @@ from reverie.core.retrieval import (
     rank,
     unseen_similarity_bound,
 )
+from reverie.core.text import names_asked
 from tests.unit.conftest import make_engine
 
 _WORD_TEXT = (
@@ -44,7 +45,8 @@ def full_recall(e: MemoryEngine, query: str, k: int) -> list[tuple[str, float]]:
     cands = fuse(dense, lexical, p, extra)
     now = e.clock.now()
     mems: dict[str, Memory] = dict(e.store.get_many(ns, list(cands)))
-    ranked = rank(cands, mems, now, p, lambda m: m.is_active)
+    names = names_asked(query)
+    ranked = rank(cands, mems, now, p, lambda m: m.is_active, names)
     known = dict(cands)
     frontier = [r.candidate for r in ranked[: p.retrieval.expansion_seeds]]
     for hop in range(1, p.retrieval.max_hops + 1):
@@ -54,7 +56,7 @@ def full_recall(e: MemoryEngine, query: str, k: int) -> list[tuple[str, float]]:
         known.update(found)
         frontier = list(found.values())
     mems.update(e.store.get_many(ns, [i for i in known if i not in mems]))
-    ranked = rank(known, mems, now, p, lambda m: m.is_active)
+    ranked = rank(known, mems, now, p, lambda m: m.is_active, names)
     return [(r.memory.id, r.score) for r in ranked[:k]]
 
 
@@ -95,6 +97,31 @@ def test_bounded_recall_equals_the_full_computation(policy: Policy) -> None:
             assert [i for i, _ in got] == [i for i, _ in want]
             assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-12)
     assert fetched, "some lexical-only cosines were needed"
+
+
+@pytest.mark.parametrize("weight", [0.2, 0.6])
+def test_bounded_recall_with_a_named_speaker_equals_the_full_computation(weight: float) -> None:
+    # what a named speaker adds is counted by every bound that stops reading: a weak
+    # match spoken by the person asked about can still climb into the top k
+    policy = Policy(candidate_pool=8, context_weight=0.0, arbitration_hops=0,
+                    speaker_weight=weight)
+    rng = random.Random(11)
+    e = make_engine(policy)
+    for i in range(80):
+        words = rng.sample(WORDS, rng.randint(2, 6))
+        e.observe(f"{rng.choice(NAMES)}: I talked about {' '.join(words)} ({i})",
+                  importance=rng.uniform(0.1, 1.0))
+        e.clock.advance(hours=rng.randint(1, 200))  # type: ignore[attr-defined]
+    lifted = 0
+    for _ in range(25):
+        query = f"What did {rng.choice(NAMES)} say about {' '.join(rng.sample(WORDS, 2))}?"
+        for k in (1, 3, 10):
+            hits = e.recall(query, k=k, reinforce=False)
+            want = full_recall(e, query, k)
+            assert [h.id for h in hits] == [i for i, _ in want]
+            assert [h.score for h in hits] == pytest.approx([s for _, s in want], abs=1e-12)
+            lifted += sum(h.explanation.speaker > 0 for h in hits)
+    assert lifted, "some hits were spoken by the person asked about"
 
 
 def test_the_unseen_bound_is_the_last_dense_hit_or_nothing() -> None:
