@@ -306,7 +306,7 @@ def read(text: str) -> Reading:
         # a name's words are no content words where the name stands, and are elsewhere:
         # "The phone I use is a Nothing Phone" speaks of a phone
         content(_words(_blank(low, named))), seq, cue,
-        body.rstrip().endswith("?"), speaker_of(text),
+        body.rstrip().endswith("?"), speaker_name(text),
         cue and STRONG_CUE.search(body) is not None, STATE.search(body) is not None,
         content(lead[:-1]), _PAST.search(body) is not None, _labels(body),
     )
@@ -321,11 +321,6 @@ def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
 
 def _words(text: str) -> tuple[str, ...]:
     return tuple(w.strip("'-") for w in _WORD.findall(text))
-
-
-def speaker_of(text: str) -> str | None:
-    """The speaker a prefix names ("Caroline: ..." -> "caroline"), if any."""
-    return speaker_name(text)
 
 
 def _without_names(r: Reading, participants: frozenset[str]) -> Reading:
