@@ -159,6 +159,11 @@ def explanation_panel(hit: Hit, policy: Policy, *, title: str = "Why this memory
     table.add_row(
         "final",
         f"{e.final:.3f}  = {policy.retrieval.alpha:.2f} x relevance"
-        f" + {1 - policy.retrieval.alpha:.2f} x decay",
+        f" + {1 - policy.retrieval.alpha:.2f} x decay"
+        + (
+            f", + {e.speaker:.3f} as said by someone the question names"
+            f" ({policy.retrieval.speaker_weight:g} of the way to 1)"
+            if e.speaker else ""
+        ),
     )
     return Panel(table, title=title, title_align="left", border_style="cyan")

@@ -815,6 +815,8 @@ class Inspector:
                 f"{alpha:g}·relevance {e.relevance:.3f} (dense {e.dense:.3f}, lexical "
                 f"{e.lexical:.3f}{context}) + {1 - alpha:.2f}·decay {e.decay:.3f}"
             )
+            if e.speaker:
+                why += f"; +{e.speaker:.3f} as said by someone the question names"
             if e.hops:
                 why += f"; reached over {e.hops} edge(s)"
             if e.note:

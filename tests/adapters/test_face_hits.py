@@ -62,3 +62,26 @@ def test_shown_is_round_to_four_decimals_but_at_a_tie(x: float) -> None:
     assert abs(got - exact) <= 1e-4 * (1 + 1e-9) + 1e-9 * abs(x)
     if abs(x * 1e4 - math.floor(x * 1e4) - 0.5) > 1e-6:  # not near a tie: the very same
         assert got == exact
+
+
+def test_the_cli_explanation_shows_what_a_named_speaker_added() -> None:
+    from datetime import datetime
+
+    from rich.console import Console
+
+    from reverie.adapters.cli.render import explanation_panel
+    from reverie.core import Policy
+    from reverie.core.models import Memory
+    from reverie.core.results import Hit
+
+    m = Memory(id="m", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+               text="Melanie: We went camping at the lake.",
+               created_at=datetime(2025, 1, 1, tzinfo=UTC))
+    shown_text = []
+    for speaker in (0.0, 0.2562):
+        e = Explanation(0.6156, 0.3, 0.3, 0.3, 0.6, 0.3, Tier.TRACE, 0, speaker=speaker)
+        console = Console(record=True, width=300)
+        console.print(explanation_panel(Hit(m, e.final, e), Policy()))
+        shown_text.append(console.export_text())
+    assert "named" not in shown_text[0]
+    assert "+ 0.256 as said by someone the question names (0.4 of the way to 1)" in shown_text[1]
