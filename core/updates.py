@@ -44,7 +44,6 @@ from .text import STOP_WORDS, porter_stem, speaker_name, strip_speaker
 
 # Speaker prefixes and metadata roles that mark an assistant's words.
 _ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool", "agent"])
-_SPEAKER_PREFIX = re.compile(r"^\s*([A-Za-z][\w .'-]{0,40}):\s")
 ROLE_KEYS = ("role", "speaker", "type")  # metadata keys that may name who spoke
 
 
@@ -56,8 +55,7 @@ def is_assistant(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
         role = (metadata or {}).get(key)
         if isinstance(role, str) and role.strip():
             return role.strip().casefold() in _ASSISTANT_NAMES
-    m = _SPEAKER_PREFIX.match(text)
-    return m is not None and m.group(1).strip().casefold() in _ASSISTANT_NAMES
+    return speaker_name(text) in _ASSISTANT_NAMES
 
 
 # Change words. Incidental uses ("color correction", "instead of Wi-Fi") are why a cue is

@@ -51,8 +51,8 @@ class Recent:
     vector: Vector
     assistant: bool
     reading: updates.Reading
-    linked: bool = False  # written as a newer version of an earlier trace
-    via_intro: bool = False  # ...through the intro turn before it
+    # why it was written as a newer version of an earlier trace, if it was
+    link: updates.Signals | None = None
 
 
 class VersionLinks:
@@ -85,9 +85,9 @@ class VersionLinks:
             # update is no intro, though it may read as one ("It's an Asus Zenbook now.")
             context = [
                 r for i, r in enumerate(window)
-                if not r.linked and updates.introduces(r.reading, self.ctx.policy)
+                if r.link is None and updates.introduces(r.reading, self.ctx.policy)
                 and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
-                and not any(t.via_intro for t in window[i + 1 :])
+                and not any(t.link is not None and t.link.context > 0 for t in window[i + 1 :])
             ]
         if not (updates.may_update(p.reading, self.ctx.policy) or context):
             return None

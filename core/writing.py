@@ -256,10 +256,9 @@ class WritePath:
             if again is None:
                 raise
             return self._fold(ns, again.id, p.source, p.when), None, False
-        self.versions.remember(ns, Recent(
-            out[0], vec, p.assistant, p.reading, linked=bool(judged),
-            via_intro=bool(judged) and judged[-1].context > 0.0,
-        ))
+        self.versions.remember(
+            ns, Recent(out[0], vec, p.assistant, p.reading, judged[-1] if judged else None)
+        )
         return out
 
     def _fold(self, namespace: str, memory_id: str, source: str, when: datetime) -> Memory:
