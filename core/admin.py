@@ -159,7 +159,7 @@ class Admin:
                 if fresh:
                     ctx.store.commit(WriteBatch(ns, tuple(fresh), restore=True))
                     vecs = ctx.embed([m.text for m in fresh])
-                    vector_sync.index(ctx, ns, list(zip(fresh, vecs, strict=True)), [])
+                    vector_sync.index(ctx, ns, list(zip(fresh, vecs, strict=True)))
                     counts["memories"] += len(fresh)
             memories.clear()
             by_edge: dict[str, list[Edge]] = {}
@@ -229,7 +229,7 @@ class Admin:
         indexed = ctx.vectors.ids(ns)
         seen: set[str] = set()
         todo: list[Memory] = []
-        restatus: list[Memory] = []
+        held: list[str] = []  # indexed already: only their kept embeddings may be missing
         stats = {"indexed": 0, "removed": 0, "checked": 0}
 
         def flush() -> None:
@@ -247,18 +247,18 @@ class Admin:
                 ctx.vectors.upsert(ns, [VectorItem(m.id, vecs[m.id], meta(m)) for m in todo])
                 stats["indexed"] += len(todo)
                 todo.clear()
-            if restatus:
-                ctx.vectors.set_metadata(
-                    ns, [m.id for m in restatus], [meta(m) for m in restatus]
-                )
-                vector_sync.backfill_embeddings(ctx, ns, [m.id for m in restatus])
-                restatus.clear()
+            if held:
+                vector_sync.backfill_embeddings(ctx, ns, held)
+                held.clear()
 
         for m in ctx.store.scan(ns):
             seen.add(m.id)
             stats["checked"] += 1
-            (restatus if m.id in indexed else todo).append(m)
-            if len(todo) >= batch_size or len(restatus) >= 4 * batch_size:
+            if m.id in indexed:
+                held.append(m.id)
+            else:
+                todo.append(m)
+            if len(todo) >= batch_size or len(held) >= 4 * batch_size:
                 flush()
             if progress is not None:
                 progress(1)

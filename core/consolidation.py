@@ -81,7 +81,7 @@ __all__ = [  # the cycle's own names, and those of its commit and triggers, impo
 ]
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
-IndexNodes = Callable[[Sequence[Memory], Sequence[Memory]], None]  # (new nodes, retired members)
+IndexNodes = Callable[[Sequence[Memory]], None]  # the new nodes (members keep their vectors)
 # (ids, k) -> each indexed id's k nearest indexed ids: the vector index's optional `neighbors`
 NeighborsOf = Callable[[Sequence[str], int], Mapping[str, Sequence[str]]]
 
@@ -388,7 +388,6 @@ def _execute_plan(
     clusters: list[Mapping[str, Any]] = list(plan["clusters"])
     outcomes: list[ClusterOutcome] = []
     nodes: list[Memory] = []
-    retired: list[Memory] = []
     step = deps.policy.maintenance.commit_batch_clusters if deps.together is not None else 1
     for start in range(0, len(clusters), step):
         # a batch in one transaction where the store groups writes; a crash inside it
@@ -406,7 +405,7 @@ def _execute_plan(
                     None if c.get("reason") is None else str(c["reason"]),
                 )
                 try:
-                    node, members = commit_cluster(
+                    node, _members = commit_cluster(
                         store, ns, ids, payload, now, hook, syn.synthesizer,
                         in_transaction=deps.together is not None,
                     )
@@ -414,15 +413,14 @@ def _execute_plan(
                     outcomes.append(_outcome(fp, ids, syn, False, str(e)))
                 else:
                     nodes.append(node)
-                    retired.extend(members)
                     outcomes.append(_outcome(fp, ids, syn, True))
                 if progress is not None:
                     progress("commit", n, len(clusters))
     if plan.get("state") != "indexed":
         store.journal_put(ns, PLAN_KEY, {**plan, "state": "indexing"})
         hook("plan:indexing")
-        if nodes or retired:
-            deps.index_nodes(nodes, retired)
+        if nodes:
+            deps.index_nodes(nodes)
         hook("vectors-indexed")
     # The plan is carried out: its clusters' entries go, and the closed plan keeps no
     # cluster (no synthesis text lingers in the journal). A crash before the plan closes
@@ -475,6 +473,7 @@ def run_cycle(
             vectors = deps.vectors_of([m for m, _ in flagged])
             near = flagged_neighbors(flagged, vectors, deps.neighbors_of, policy)
             groups = cluster_groups(flagged, vectors, strategy, policy, near)
+            groups.sort(key=lambda g: min((m.created_at, m.id) for m in g))
         if progress is not None:
             progress("cluster", len(groups), len(groups))
         timed("cluster", t0)

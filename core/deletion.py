@@ -70,8 +70,8 @@ __all__ = [
     "undo_consolidation",
 ]
 
-# (namespace, new memories with their vectors, memories whose status changed)
-IndexChanges = Callable[[str, Sequence[tuple[Memory, Vector]], Sequence[Memory]], None]
+# (namespace, new memories with their vectors): a status change needs no index write
+IndexNew = Callable[[str, Sequence[tuple[Memory, Vector]]], None]
 # (namespace, ids deleted, compact) -> what was cleaned (index log, store files)
 EraseResidue = Callable[[str, Sequence[str], bool], Mapping[str, Any]]
 
@@ -86,7 +86,7 @@ class EvictionDeps:
     policy: Policy
     clock: Clock
     namespace: Callable[[str | None], str]  # the namespace a call means, writes settled
-    index: IndexChanges  # bring the vector index in step after the records
+    index: IndexNew  # index the memories a write created, after the records
     embed_memories: Callable[[Sequence[Memory]], Vector]
     consolidate: Callable[[str], object] | None = None  # the hard cap's merge step
     synthesizer: Synthesizer | None = None  # the sweep's distiller (None: extractive)
@@ -297,7 +297,7 @@ def _rebuild_or_drop(
     if outcome == "dropped":
         deps.vectors.delete(ns, [node_id])
     elif node is not None:
-        deps.index(ns, [(node, deps.embed_memories([node])[0])], [])
+        deps.index(ns, [(node, deps.embed_memories([node])[0])])
     return outcome, kept
 
 
@@ -429,7 +429,7 @@ def restore_orphans(
     forget). Returns (restored ids, archived ids)."""
     store = deps.store
 
-    def attempt() -> tuple[list[Memory], list[str], list[str]]:
+    def attempt() -> tuple[list[str], list[str]]:
         if candidates is None:
             members = list(store.scan(namespace, statuses=MEMBER_STATUSES))
         else:
@@ -442,7 +442,7 @@ def restore_orphans(
             key=lambda m: (m.created_at, m.id),
         )
         if not orphans:
-            return [], [], []
+            return [], []
         now = deps.clock.now()
         taken_hashes: set[str] = set()
         taken_keys: set[str] = set()
@@ -466,12 +466,9 @@ def restore_orphans(
             puts.append(m.evolve(status=status, consolidated_into=None, updated_at=now))
             (archived if clash else restored).append(m.id)
         store.commit(WriteBatch(namespace, tuple(puts)))
-        return puts, restored, archived
+        return restored, archived
 
-    puts, restored, archived = retry_conflicts(attempt)
-    if puts:
-        deps.index(namespace, [], puts)
-    return restored, archived
+    return retry_conflicts(attempt)
 
 
 # ---------------------------------------------------------------------------- GC

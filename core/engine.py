@@ -617,8 +617,9 @@ class MemoryEngine:
         progress: Callable[[int], None] | None = None,
     ) -> RepairReport:
         """Rebuild the derived vector index from the records: index what is missing,
-        drop what has no record, refresh statuses. `reembed=True` re-embeds everything
-        with the current embedder (after a model change)."""
+        drop what has no record, keep beside each record the vector it lacks.
+        `reembed=True` re-embeds everything with the current embedder (after a model
+        change)."""
         _check_namespace(namespace)
         validation.flag(reembed, "reembed")
         validation.positive_int(batch_size, "batch_size")

@@ -209,7 +209,6 @@ def _sweep_namespace(
         syn = synthesizer if synthesizer is not None else deps.synthesizer
         results = synthesize_all(groups, syn, deps.policy)
         nodes: list[Memory] = []
-        retired: list[Memory] = []
         with store.lock(ns, deps.policy.maintenance.consolidation_lock_seconds):
             for g, result in zip(groups, results, strict=True):
                 try:
@@ -221,7 +220,6 @@ def _sweep_namespace(
                     continue
                 archived = _archive_members(deps, ns, node)
                 nodes.append(node)
-                retired.extend(archived)
                 stats["syntheses"] += 1
                 stats["archived"] += len(archived)
                 stats["fallbacks"] += int(result.fell_back)
@@ -229,8 +227,8 @@ def _sweep_namespace(
                     progress(len(g))
             # records first, vectors second (as the REM cycle does): every digest of the
             # sweep in one model call and one index write, not one of each per digest
-            if nodes or retired:
-                deps.index(ns, list(zip(nodes, deps.embed_memories(nodes), strict=True)), retired)
+            if nodes:
+                deps.index(ns, list(zip(nodes, deps.embed_memories(nodes), strict=True)))
     active_left = len(active) - stats["archived"] + stats["syntheses"]
     if active_left > deps.policy.maintenance.hard_cap_per_namespace:
         stats["evicted_by_cap"] = _enforce_cap(deps, ns, dry_run, active_left, report)
@@ -287,6 +285,4 @@ def _enforce_cap(
         deps.store.commit(WriteBatch(ns, puts))
         return list(puts)
 
-    done = retry_conflicts(archive)
-    deps.index(ns, [], done)
-    return len(done)
+    return len(retry_conflicts(archive))

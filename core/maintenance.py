@@ -40,10 +40,8 @@ class Maintenance:
     def __init__(self, ctx: EngineContext) -> None:
         self.ctx = ctx
 
-    def _index_changes(
-        self, namespace: str, new: Sequence[tuple[Memory, Vector]], restatus: Sequence[Memory]
-    ) -> None:
-        vector_sync.index(self.ctx, namespace, new, restatus)
+    def _index_new(self, namespace: str, new: Sequence[tuple[Memory, Vector]]) -> None:
+        vector_sync.index(self.ctx, namespace, new)
 
     def eviction_deps(
         self,
@@ -57,7 +55,7 @@ class Maintenance:
             policy=ctx.policy,
             clock=ctx.clock,
             namespace=ctx.namespace,
-            index=self._index_changes,
+            index=self._index_new,
             embed_memories=ctx.embed_memories,
             consolidate=consolidate,
             synthesizer=synthesizer,
@@ -99,9 +97,9 @@ class Maintenance:
         ctx = self.ctx
         ns = ctx.namespace(namespace)
 
-        def index_nodes(nodes: Sequence[Memory], retired: Sequence[Memory]) -> None:
+        def index_nodes(nodes: Sequence[Memory]) -> None:
             vecs = ctx.embed_memories(nodes)
-            vector_sync.index(ctx, ns, list(zip(nodes, vecs, strict=True)), retired)
+            vector_sync.index(ctx, ns, list(zip(nodes, vecs, strict=True)))
 
         near = ctx.caps.neighbors  # the index's approximate k-NN (`FindsNeighbors`)
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import vector_sync
 from .cas import retry_conflicts
 from .context import EngineContext
 from .errors import InvalidInput, NotFound, NotSuperseded
@@ -187,13 +186,12 @@ def restore(store: RecordStore, ns: str, memory_id: str, now: datetime) -> Resto
 
 
 def restore_version(ctx: EngineContext, memory_id: str, namespace: str | None) -> Memory:
-    """`MemoryEngine.restore`: the records in one write, then the vector index's statuses."""
+    """`MemoryEngine.restore`: the records in one write (the vector index keeps no
+    status, so it has nothing to change)."""
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise InvalidInput(f"memory_id must be non-empty text, got {memory_id!r}")
     ns = ctx.namespace(namespace)
-    plan = restore(ctx.store, ns, memory_id, ctx.clock.now())
-    vector_sync.index(ctx, ns, [], list(plan.puts))
-    return plan.restored
+    return restore(ctx.store, ns, memory_id, ctx.clock.now()).restored
 
 
 def restored_note(m: Memory) -> str | None:

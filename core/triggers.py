@@ -14,7 +14,7 @@ from datetime import datetime
 
 import numpy as np
 
-from .models import Memory, Status
+from .models import Memory
 from .policy import Policy
 from .ports import RecordStore, Vector, VectorIndex
 
@@ -132,6 +132,31 @@ def _recent_by_scan(
     return last_write, list(newest)
 
 
+_NEAR_GROWTH = 4  # how much wider each further look for active near-duplicates reaches
+_NEAR_MAX_FETCH = 512  # the widest look: near-duplicates past it are not counted
+
+
+def _active_near(
+    store: RecordStore, vectors: VectorIndex, namespace: str, mid: str, vec: Vector, k: int,
+    bar: float,
+) -> int:
+    """How many active memories other than `mid` lie within cosine `bar` of `vec`, up to
+    `k - 1`. The index keeps no status, so its nearest are read against the records; when
+    all of them are that near and too few are active (a cluster consolidated around a
+    newer text), the look widens."""
+    fetch = k
+    while True:
+        hits = vectors.query(namespace, vec, fetch)
+        close = [h.id for h in hits if h.id != mid and h.similarity >= bar]
+        live = sum(1 for r in store.get_many(namespace, close).values() if r.is_active)
+        if (
+            live >= k - 1 or len(hits) < fetch or hits[-1].similarity < bar
+            or fetch >= _NEAR_MAX_FETCH
+        ):
+            return min(live, k - 1)
+        fetch = min(fetch * _NEAR_GROWTH, _NEAR_MAX_FETCH)
+
+
 def check_triggers(
     store: RecordStore,
     vectors: VectorIndex,
@@ -160,11 +185,9 @@ def check_triggers(
     sample = sorted(newest, key=lambda m: (m.created_at, m.id))
     if sample:
         k = policy.maintenance.near_duplicate_trigger + 2
+        bar = policy.maintenance.near_duplicate_similarity
         for m, vec in zip(sample, vectors_of(sample), strict=True):
-            hits = vectors.query(namespace, vec, k, {"status": Status.ACTIVE.value})
-            bar = policy.maintenance.near_duplicate_similarity
-            close = [h for h in hits if h.id != m.id and h.similarity >= bar]
-            largest = max(largest, len(close))
+            largest = max(largest, _active_near(store, vectors, namespace, m.id, vec, k, bar))
     return due_triggers(
         policy,
         active_nodes=counts.get("status:active", 0),

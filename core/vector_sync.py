@@ -32,37 +32,32 @@ Meta = dict[str, str | int | float | bool]
 
 
 def vector_meta(m: Memory) -> Meta:
-    """The metadata the index keeps with a vector (the status and kind filters)."""
-    return {"status": m.status.value, "kind": m.kind.value}
+    """The metadata the index keeps with a vector: its kind, which never changes. No
+    status: the records are its only truth (every reader of hits reads the records), so
+    retiring, restoring or archiving a memory writes no vector-index call at all (a REM
+    cycle at 100k retires some 100,000 members; Chroma updates a few thousand a second)."""
+    return {"kind": m.kind.value}
 
 
 def index(
     ctx: EngineContext,
     namespace: str,
     new: Sequence[tuple[Memory, Vector]],
-    restatus: Sequence[Memory],
     *,
     behind: bool = False,
 ) -> None:
-    """Bring the derived vector index in step after a committed write. `behind`
-    (observe) queues the write for the index writer when `policy.background.index_async`, so the
-    caller does not wait for the vector index."""
-    if behind and ctx.policy.background.index_async:  # the writer keeps the embeddings too
-        ctx.indexer.submit(
-            namespace,
-            [VectorItem(m.id, v, vector_meta(m)) for m, v in new],
-            [(m.id, vector_meta(m)) for m in restatus],
-        )
+    """Index the vectors of memories a committed write created (a status change needs
+    no index write: `vector_meta`). `behind` (observe) queues the write for the index
+    writer when `policy.background.index_async`, so the caller does not wait for the
+    vector index."""
+    if not new:
         return
-    if new:
-        keep_embeddings(ctx, namespace, {m.id: v for m, v in new})
+    if behind and ctx.policy.background.index_async:  # the writer keeps the embeddings too
+        ctx.indexer.submit(namespace, [VectorItem(m.id, v, vector_meta(m)) for m, v in new])
+        return
+    keep_embeddings(ctx, namespace, {m.id: v for m, v in new})
     try:
-        if new:
-            ctx.vectors.upsert(namespace, [VectorItem(m.id, v, vector_meta(m)) for m, v in new])
-        if restatus:
-            ctx.vectors.set_metadata(
-                namespace, [m.id for m in restatus], [vector_meta(m) for m in restatus]
-            )
+        ctx.vectors.upsert(namespace, [VectorItem(m.id, v, vector_meta(m)) for m, v in new])
     except Exception as e:  # the record is safe; the index is behind
         log.warning("vector index update failed (%s); run `reverie repair`", e)
         ctx.store.set_meta(VECTORS_BEHIND, "1")

@@ -152,7 +152,6 @@ class WritePath:
         ctx = self.ctx
         out: list[Memory] = []
         pending: list[tuple[Memory, Vector]] = []
-        restatus: list[Memory] = []
         batched = ctx.caps.together is not None
         with ctx.caps.together() if ctx.caps.together is not None else nullcontext():
             for p in chunk:
@@ -166,15 +165,13 @@ class WritePath:
                 else:
                     if vec is None:  # its twin was forgotten since the chunk began
                         vec = ctx.embed([p.memory.text])[0]
-                    stored, superseded, created = self._write_trace(ns, p, vec)
+                    stored, _superseded, created = self._write_trace(ns, p, vec)
                     out.append(stored)
                     if created:
                         pending.append((stored, vec))
-                    if superseded is not None:
-                        restatus.append(superseded)
                 if progress is not None:
                     progress(1)
-        vector_sync.index(ctx, ns, pending, restatus, behind=True)
+        vector_sync.index(ctx, ns, pending, behind=True)
         return out
 
     def prepare(self, ns: str, item: Observation) -> Prepared:
@@ -388,14 +385,9 @@ class WritePath:
             ctx.store.commit(WriteBatch(ns, tuple(puts), tuple(edges)))
             return unit, old, True
 
-        stored, superseded, created = retry_conflicts(attempt)
-        if created:
-            vector_sync.index(
-                ctx,
-                ns,
-                [(stored, vec)] if vec is not None else [],
-                [superseded] if superseded else [],
-            )
+        stored, _superseded, created = retry_conflicts(attempt)
+        if created and vec is not None:
+            vector_sync.index(ctx, ns, [(stored, vec)])
         return stored
 
     def extract_facts(

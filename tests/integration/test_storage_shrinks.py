@@ -58,7 +58,7 @@ def _consolidate(engine: MemoryEngine, members: Sequence[Memory], text: str) -> 
     puts = (node, *(m.evolve(status=Status.CONSOLIDATED, consolidated_into=node.id) for m in fresh))
     engine.store.commit(WriteBatch(NS, puts))
     ctx = engine._ctx
-    vector_sync.index(ctx, NS, [(node, ctx.embed([node.text])[0])], puts[1:])
+    vector_sync.index(ctx, NS, [(node, ctx.embed([node.text])[0])])
     return node
 
 

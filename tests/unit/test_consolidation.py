@@ -444,6 +444,27 @@ def test_engine_maintenance_due_reads_the_store() -> None:
     assert weak and weak[0].value < 0.45 and "last 3 retrieved" in weak[0].reason
 
 
+def test_near_duplicates_count_active_memories_only() -> None:
+    """The vector index keeps no status: retired memories still have vectors there, and
+    the trigger must not count them as repeats (the records decide)."""
+    engine = make_engine(Policy(trigger_node_count=1000, trigger_retrieval_window=3))
+    ns = engine.default_namespace
+    olds = [engine.observe(f"ok coffee with milk and sugar in the morning {i}", at=T0)
+            for i in range(8)]
+
+    def due() -> set[str]:
+        return {t.name for t in engine.maintenance_due()}
+
+    assert "near_duplicates" in due()  # 7 active neighbours each, above 6
+    keep, *rest = olds
+    engine.store.commit(WriteBatch(ns, tuple(
+        engine.get(m.id).evolve(status=Status.CONSOLIDATED, consolidated_into=keep.id)
+        for m in rest
+    )))
+    assert len(engine.vectors.ids(ns)) == 8  # their vectors stay indexed
+    assert "near_duplicates" not in due()  # but only `keep` is active
+
+
 def test_facts_are_not_flagged_so_supersession_keeps_working() -> None:
     engine = noisy_engine()
     engine.clock.set(T0)  # type: ignore[attr-defined]

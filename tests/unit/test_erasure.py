@@ -54,7 +54,7 @@ def consolidate_by_hand(
     fresh = [engine.get(m.id) for m in members]
     puts = (node, *(m.evolve(status=status, consolidated_into=node.id) for m in fresh))
     engine.store.commit(WriteBatch(NS, puts))
-    vector_sync.index(engine._ctx, NS, [(node, engine._ctx.embed([node.text])[0])], puts[1:])
+    vector_sync.index(engine._ctx, NS, [(node, engine._ctx.embed([node.text])[0])])
     return node
 
 

@@ -54,7 +54,7 @@ def synthesize_by_hand(
     engine.store.commit(
         WriteBatch(ns, puts, (Edge(node.id, fresh[0].id, EdgeType.DERIVED_FROM, 1.0),))
     )
-    vector_sync.index(engine._ctx, ns, [(node, engine._ctx.embed([node.text])[0])], puts[1:])
+    vector_sync.index(engine._ctx, ns, [(node, engine._ctx.embed([node.text])[0])])
     return node
 
 

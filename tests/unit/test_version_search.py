@@ -123,7 +123,7 @@ def _stored_days_ago(e: MemoryEngine, olds: list[Memory], days: float) -> None:
     """Earlier memories written straight to the store and the index, then `days` later."""
     e.store.commit(WriteBatch("default", tuple(olds)))
     vecs = e._ctx.embed([m.text for m in olds])
-    vector_sync.index(e._ctx, "default", list(zip(olds, vecs, strict=True)), ())
+    vector_sync.index(e._ctx, "default", list(zip(olds, vecs, strict=True)))
     clock: Any = e.clock
     clock.advance(days=days)
 
