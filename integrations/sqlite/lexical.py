@@ -289,6 +289,8 @@ def _apply(
     (a REM cycle retiring many members, the members' words shared by thousands of texts)
     thus costs the blocks they sit in, not the list between the first and the last.
     Returns how the term's document and block counts changed."""
+    if not adds:  # documents leaving only (a REM cycle's members): no append to plan
+        return _rewrite(conn, num, term, drops, {}) if drops else (0, 0)
     head = _last_block(conn, num, term)
     end = -1 if head is None else int(head[1])
     tail = sorted((seq, v) for seq, v in adds.items() if seq > end)
@@ -365,8 +367,8 @@ def _rewrite(
     for first in firsts:
         rid, s_raw, t_raw, n_raw = found[first]
         seqs, tfs, lens = _blocks([(s_raw, t_raw, n_raw)])
-        changed = np.asarray(mine[first], dtype=np.int64)
-        keep = ~np.isin(seqs, changed)
+        changed = set(mine[first])
+        keep = np.fromiter((q not in changed for q in seqs.tolist()), dtype=bool, count=len(seqs))
         new = [(seq, adds[seq]) for seq in mine[first] if seq in adds]
         seqs = np.concatenate([seqs[keep], np.asarray([q for q, _ in new], dtype=np.int64)])
         tfs = np.concatenate([tfs[keep], np.asarray([v[0] for _, v in new], dtype=np.int64)])

@@ -29,11 +29,11 @@ __all__ = [
 class Row:
     """What commit needs to know about the stored version of a memory."""
 
-    __slots__ = ("active", "created", "entities", "seq", "text", "version")
+    __slots__ = ("active", "created", "digest", "entities", "seq", "text", "version")
 
     def __init__(
         self, seq: int, version: int, status: str, text: str, created: int,
-        entities: str | None,
+        entities: str | None, digest: str,
     ) -> None:
         self.seq = seq
         self.version = version
@@ -41,12 +41,14 @@ class Row:
         self.text = text
         self.created = created  # the time its entity rows carry
         self.entities = entities  # the record's entity list as JSON text (None: no list)
+        self.digest = digest  # content_hash of `text`
 
 
 def stored(conn: sqlite3.Connection, ns: str, memory_id: str) -> Row | None:
     row = conn.execute(
         "SELECT seq, version, status, json_extract(record, '$.text'), created_at, "
-        "json_extract(record, '$.entities') FROM memories WHERE namespace = ? AND id = ?",
+        "json_extract(record, '$.entities'), content_hash FROM memories "
+        "WHERE namespace = ? AND id = ?",
         (ns, memory_id),
     ).fetchone()
     return None if row is None else Row(*row)
@@ -95,13 +97,16 @@ def put(
     old = stored(conn, ns, m.id)
     if not restore:
         check_version(m, None if old is None else old.version)
+    # a change of status or scores keeps the text: its hash is the stored one (a REM cycle
+    # retires thousands of members, and normalising each text again is a tenth of a write)
+    same_text = old is not None and old.text == m.text
     columns = (
         m.version,
         m.status.value,
         m.tier.value,
         m.kind.value,
         m.key,
-        content_hash(m.text),
+        old.digest if old is not None and same_text else content_hash(m.text),
         micros(m.created_at),
         micros(m.valid_since),
         None if m.valid_to is None else micros(m.valid_to),
