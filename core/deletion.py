@@ -94,6 +94,9 @@ class EvictionDeps:
     # (namespace, memories) -> their vectors as already stored (kept beside the records or
     # in the index), the model asked only for the rest; None: embed them all
     stored_vectors: Callable[[str, Sequence[Memory]], Vector] | None = None
+    # (namespace, new synthesis nodes) -> their vectors (an extractive one from its
+    # members', `vector_sync.node_vectors`); None: embed them
+    node_vectors: Callable[[str, Sequence[Memory]], Vector] | None = None
 
 
 # ---------------------------------------------------------------------------- forget

@@ -228,7 +228,11 @@ def _sweep_namespace(
             # records first, vectors second (as the REM cycle does): every digest of the
             # sweep in one model call and one index write, not one of each per digest
             if nodes:
-                deps.index(ns, list(zip(nodes, deps.embed_memories(nodes), strict=True)))
+                vecs = (
+                    deps.embed_memories(nodes) if deps.node_vectors is None
+                    else deps.node_vectors(ns, nodes)
+                )
+                deps.index(ns, list(zip(nodes, vecs, strict=True)))
     active_left = len(active) - stats["archived"] + stats["syntheses"]
     if active_left > deps.policy.maintenance.hard_cap_per_namespace:
         stats["evicted_by_cap"] = _enforce_cap(deps, ns, dry_run, active_left, report)

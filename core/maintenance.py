@@ -61,6 +61,7 @@ class Maintenance:
             synthesizer=synthesizer,
             residue=self.erase_residue,
             stored_vectors=lambda ns, ms: vector_sync.stored_or_embedded(ctx, ns, ms),
+            node_vectors=lambda ns, ms: vector_sync.node_vectors(ctx, ns, ms),
         )
 
     def erase_residue(
@@ -98,7 +99,7 @@ class Maintenance:
         ns = ctx.namespace(namespace)
 
         def index_nodes(nodes: Sequence[Memory]) -> None:
-            vecs = ctx.embed_memories(nodes)
+            vecs = vector_sync.node_vectors(ctx, ns, nodes)
             vector_sync.index(ctx, ns, list(zip(nodes, vecs, strict=True)))
 
         near = ctx.caps.neighbors  # the index's approximate k-NN (`FindsNeighbors`)

@@ -117,6 +117,46 @@ def backfill_embeddings(ctx: EngineContext, namespace: str, ids: Sequence[str]) 
         keep_embeddings(ctx, namespace, fetch(namespace, lacking))
 
 
+def node_vectors(ctx: EngineContext, namespace: str, nodes: Sequence[Memory]) -> Vector:
+    """Vectors for new synthesis nodes. An extractive synthesis holds its members' own
+    words, so its vector is the normalised mean of its members' vectors, read where they
+    are kept: no model time. Embedding each synthesis instead (a long text: a year of
+    maintenance embeds four times the tokens of the whole stream) was most of
+    maintenance's time, and a text past the model's window loses its later members
+    anyway. A model's synthesis (its own words), or a node with a member whose vector is
+    not at hand, is embedded."""
+    dim = ctx.embedder.dimension
+    out = np.zeros((len(nodes), dim), dtype=np.float32)
+    wanted = [
+        r for r, n in enumerate(nodes)
+        if n.derived_from and n.metadata.get("synthesis", {}).get("synthesizer") == "extractive"
+    ]
+    ids = sorted({i for r in wanted for i in nodes[r].derived_from})
+    found: dict[str, Vector] = {}
+    fetch = ctx.caps.stored_vectors
+    for s in range(0, len(ids), _STORED_CHUNK):
+        part = ids[s : s + _STORED_CHUNK]
+        found.update(kept_embeddings(ctx, namespace, part))
+        rest = [i for i in part if i not in found]
+        if fetch is not None and rest:
+            got = fetch(namespace, rest)
+            found.update({k: v for k, v in got.items() if np.shape(v) == (dim,)})
+    done: set[int] = set()
+    for r in wanted:
+        members = [found.get(i) for i in sorted(nodes[r].derived_from)]
+        if any(v is None for v in members):
+            continue
+        mean = np.mean(np.asarray(members, dtype=np.float32), axis=0)
+        norm = float(np.linalg.norm(mean))
+        if norm > 0.0:
+            out[r] = mean / norm
+            done.add(r)
+    embed = [r for r in range(len(nodes)) if r not in done]
+    if embed:
+        out[embed] = ctx.embed_memories([nodes[r] for r in embed])
+    return out
+
+
 def stored_or_embedded(ctx: EngineContext, namespace: str, memories: Sequence[Memory]) -> Vector:
     """Vectors for clustering: those kept beside the records, else the index's stored
     ones where it hands them out (`HandsOutVectors`), embedded otherwise: re-embedding
