@@ -473,7 +473,6 @@ def run_cycle(
             vectors = deps.vectors_of([m for m, _ in flagged])
             near = flagged_neighbors(flagged, vectors, deps.neighbors_of, policy)
             groups = cluster_groups(flagged, vectors, strategy, policy, near)
-            groups.sort(key=lambda g: min((m.created_at, m.id) for m in g))
         if progress is not None:
             progress("cluster", len(groups), len(groups))
         timed("cluster", t0)

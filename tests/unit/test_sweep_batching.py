@@ -40,15 +40,7 @@ class LoggingEmbedder(BagOfWordsEmbedder):
 
 
 def test_an_extractive_sweep_gives_each_digest_its_members_mean_and_no_model_call() -> None:
-    embedder = LoggingEmbedder()
-    vectors = InMemoryVectorIndex()
-    engine = _engine(embedder, vectors)
-    for i, text in enumerate(REMARKS):
-        engine.observe(text, importance=0.5, at=T0 + timedelta(minutes=i))
-    clock = engine.clock
-    assert isinstance(clock, ManualClock)
-    clock.advance(days=30)  # 0.5 * 2^(-30/14) = 0.114 < evict_salience 0.15
-    embedder.calls.clear()
+    embedder, vectors, engine = _aged()
 
     report = engine.sweep()
 
@@ -81,15 +73,7 @@ class Summarizer:
 
 
 def test_a_models_digests_are_embedded_together_in_one_call() -> None:
-    embedder = LoggingEmbedder()
-    vectors = InMemoryVectorIndex()
-    engine = _engine(embedder, vectors)
-    for i, text in enumerate(REMARKS):
-        engine.observe(text, importance=0.5, at=T0 + timedelta(minutes=i))
-    clock = engine.clock
-    assert isinstance(clock, ManualClock)
-    clock.advance(days=30)
-    embedder.calls.clear()
+    embedder, vectors, engine = _aged()
 
     report = engine.sweep(synthesizer=Summarizer())
 
@@ -102,6 +86,20 @@ def test_a_models_digests_are_embedded_together_in_one_call() -> None:
     stored = vectors.stored_vectors(engine.default_namespace, [n.id for n in nodes])
     for n in nodes:
         np.testing.assert_array_equal(stored[n.id], BagOfWordsEmbedder().embed([n.text])[0])
+
+
+def _aged() -> tuple[LoggingEmbedder, InMemoryVectorIndex, MemoryEngine]:
+    """The nine remarks, a month old: 0.5 * 2^(-30/14) = 0.114 < evict_salience 0.15."""
+    embedder = LoggingEmbedder()
+    vectors = InMemoryVectorIndex()
+    engine = _engine(embedder, vectors)
+    for i, text in enumerate(REMARKS):
+        engine.observe(text, importance=0.5, at=T0 + timedelta(minutes=i))
+    clock = engine.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(days=30)
+    embedder.calls.clear()
+    return embedder, vectors, engine
 
 
 def _engine(embedder: LoggingEmbedder, vectors: InMemoryVectorIndex) -> MemoryEngine:
