@@ -117,6 +117,21 @@ def backfill_embeddings(ctx: EngineContext, namespace: str, ids: Sequence[str]) 
         keep_embeddings(ctx, namespace, fetch(namespace, lacking))
 
 
+def _stored(ctx: EngineContext, namespace: str, ids: Sequence[str]) -> dict[str, Vector]:
+    """The vectors of `ids` kept beside the records, else the index's stored ones where it
+    hands them out (`HandsOutVectors`); ids with neither are left out."""
+    fetch = ctx.caps.stored_vectors
+    dim = (ctx.embedder.dimension,)
+    found: dict[str, Vector] = {}
+    for s in range(0, len(ids), _STORED_CHUNK):
+        part = list(ids[s : s + _STORED_CHUNK])
+        found.update(kept_embeddings(ctx, namespace, part))
+        rest = [i for i in part if i not in found]
+        if fetch is not None and rest:
+            found.update({k: v for k, v in fetch(namespace, rest).items() if np.shape(v) == dim})
+    return found
+
+
 def node_vectors(ctx: EngineContext, namespace: str, nodes: Sequence[Memory]) -> Vector:
     """Vectors for new synthesis nodes. An extractive synthesis holds its members' own
     words, so its vector is the normalised mean of its members' vectors, read where they
@@ -131,16 +146,7 @@ def node_vectors(ctx: EngineContext, namespace: str, nodes: Sequence[Memory]) ->
         r for r, n in enumerate(nodes)
         if n.derived_from and n.metadata.get("synthesis", {}).get("synthesizer") == "extractive"
     ]
-    ids = sorted({i for r in wanted for i in nodes[r].derived_from})
-    found: dict[str, Vector] = {}
-    fetch = ctx.caps.stored_vectors
-    for s in range(0, len(ids), _STORED_CHUNK):
-        part = ids[s : s + _STORED_CHUNK]
-        found.update(kept_embeddings(ctx, namespace, part))
-        rest = [i for i in part if i not in found]
-        if fetch is not None and rest:
-            got = fetch(namespace, rest)
-            found.update({k: v for k, v in got.items() if np.shape(v) == (dim,)})
+    found = _stored(ctx, namespace, sorted({i for r in wanted for i in nodes[r].derived_from}))
     done: set[int] = set()
     for r in wanted:
         members = [found.get(i) for i in sorted(nodes[r].derived_from)]
@@ -161,16 +167,7 @@ def stored_or_embedded(ctx: EngineContext, namespace: str, memories: Sequence[Me
     """Vectors for clustering: those kept beside the records, else the index's stored
     ones where it hands them out (`HandsOutVectors`), embedded otherwise: re-embedding
     every flagged memory would cost the cycle far more model time than reading."""
-    fetch = ctx.caps.stored_vectors
-    stored: dict[str, Vector] = {}
-    dim = ctx.embedder.dimension
-    for i in range(0, len(memories), _STORED_CHUNK):
-        ids = [m.id for m in memories[i : i + _STORED_CHUNK]]
-        stored.update(kept_embeddings(ctx, namespace, ids))
-        rest = [j for j in ids if j not in stored]
-        if fetch is not None and rest:
-            got = fetch(namespace, rest)
-            stored.update({k: v for k, v in got.items() if np.shape(v) == (dim,)})
+    stored = _stored(ctx, namespace, [m.id for m in memories])
     missing = [m for m in memories if m.id not in stored]
     if missing:
         stored.update(zip((m.id for m in missing), ctx.embed_memories(missing), strict=True))
