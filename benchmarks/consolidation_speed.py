@@ -98,10 +98,8 @@ def fill(engine: Any, ns: str, texts: list[str], vectors: np.ndarray, t0: dateti
             for i in range(s, min(s + batch, len(texts)))
         ]
         engine.store.commit(WriteBatch(ns, tuple(mems)))
-        engine.vectors.upsert(
-            ns,
-            [VectorItem(m.id, vectors[int(m.id[1:])], {"status": "active", "kind": "episodic"})
-             for m in mems],
+        engine.vectors.upsert(  # as the engine indexes a trace: its vector and its kind
+            ns, [VectorItem(m.id, vectors[int(m.id[1:])], {"kind": "episodic"}) for m in mems]
         )
 
 

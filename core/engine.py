@@ -203,13 +203,8 @@ class MemoryEngine:
     ) -> None:
         self._ctx.touch_many(namespace, events)
 
-    def _write_queued(
-        self,
-        namespace: str,
-        new: Sequence[VectorItem],
-        restatus: Sequence[tuple[str, Mapping[str, str | int | float | bool]]],
-    ) -> None:
-        vector_sync.write_queued(self._ctx, namespace, new, restatus)
+    def _write_queued(self, namespace: str, new: Sequence[VectorItem]) -> None:
+        vector_sync.write_queued(self._ctx, namespace, new)
 
     def _queued_write_failed(
         self, namespace: str, ids: Sequence[str], error: BaseException

@@ -17,7 +17,8 @@ lands (milliseconds later); until then the memory's record and lexical postings 
 already committed, so the lexical channel finds it.
 
 Order: writes are applied in submission order; consecutive writes to one namespace are
-merged into one upsert and one metadata update (a later write of an id wins). A full
+merged into one upsert (a later write of an id wins). The index holds a vector and its
+kind, which never change, so a memory's later changes of status write nothing here. A full
 queue makes `submit` wait (backpressure, never reordering or loss). A write that keeps
 failing is retried, then logged, reported to `on_failure` (the engine flags the index
 for `repair`) and kept in `failed`. A process killed before its queue drains leaves
@@ -30,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .background import BackgroundWriter
@@ -39,9 +40,8 @@ from .ports import VectorItem
 
 log = logging.getLogger("reverie")
 
-Meta = Mapping[str, str | int | float | bool]
-# apply(namespace, upserts, metadata updates): one call per merged batch
-Apply = Callable[[str, Sequence[VectorItem], Sequence[tuple[str, Meta]]], None]
+# apply(namespace, upserts): one call per merged batch
+Apply = Callable[[str, Sequence[VectorItem]], None]
 OnFailure = Callable[[str, Sequence[str], BaseException], None]
 
 _MAX_BATCH = 512  # vectors merged into one call at most, so one call stays bounded
@@ -50,36 +50,29 @@ _RETRY_PAUSE_S = 0.05
 
 @dataclass(frozen=True, slots=True)
 class IndexWrite:
-    """New vectors and metadata updates for one namespace, in that order."""
+    """New vectors for one namespace."""
 
     namespace: str
     upserts: tuple[VectorItem, ...]
-    restatus: tuple[tuple[str, Meta], ...]
 
     @property
     def size(self) -> int:
-        return len(self.upserts) + len(self.restatus)
+        return len(self.upserts)
 
     @property
     def ids(self) -> list[str]:
-        return [i.id for i in self.upserts] + [i for i, _ in self.restatus]
+        return [i.id for i in self.upserts]
 
 
 def merge(writes: Sequence[IndexWrite]) -> IndexWrite:
-    """Consecutive writes to one namespace as one: the last upsert of an id wins and
-    drops earlier metadata updates of it (an upsert replaces the metadata); updates of
-    one id merge key by key, later keys winning; updates are applied after the upserts,
-    so an update that came after an upsert of the same id still lands on top of it."""
+    """Consecutive writes to one namespace as one upsert: the last vector of an id wins,
+    in the place of its last write."""
     upserts: dict[str, VectorItem] = {}
-    restatus: dict[str, dict[str, str | int | float | bool]] = {}
     for w in writes:
         for item in w.upserts:
             upserts.pop(item.id, None)
             upserts[item.id] = item
-            restatus.pop(item.id, None)
-        for memory_id, meta in w.restatus:
-            restatus[memory_id] = {**restatus.get(memory_id, {}), **meta}
-    return IndexWrite(writes[0].namespace, tuple(upserts.values()), tuple(restatus.items()))
+    return IndexWrite(writes[0].namespace, tuple(upserts.values()))
 
 
 class IndexWriter(BackgroundWriter):
@@ -104,24 +97,19 @@ class IndexWriter(BackgroundWriter):
         self._on_failure = on_failure
         self._max_batch = max_batch
         self.failed: list[tuple[IndexWrite, BaseException]] = []  # given up after retries
-        self.calls = 0  # merged writes applied (each one upsert and/or one update call)
+        self.calls = 0  # merged writes applied (one upsert call each)
         super().__init__()
 
     def _reset_queue(self) -> None:
         self._queue: deque[IndexWrite] = deque()
-        self._queued = 0  # vectors and updates waiting in _queue
+        self._queued = 0  # vectors waiting in _queue
         self._busy: str | None = None  # namespace of the write in flight
         self._pending: Counter[str] = Counter()  # queued + in-flight writes per namespace
 
-    def submit(
-        self,
-        namespace: str,
-        upserts: Sequence[VectorItem],
-        restatus: Sequence[tuple[str, Meta]] = (),
-    ) -> None:
+    def submit(self, namespace: str, upserts: Sequence[VectorItem]) -> None:
         """Queue a write and return; wait for room when the queue is full; write it
         inline once the writer is closed."""
-        write = IndexWrite(namespace, tuple(upserts), tuple(restatus))
+        write = IndexWrite(namespace, tuple(upserts))
         if not write.size:
             return
         self._after_fork()
@@ -151,7 +139,7 @@ class IndexWriter(BackgroundWriter):
 
     @property
     def backlog(self) -> int:
-        """Vectors and updates queued, not yet in flight."""
+        """Vectors queued, not yet in flight."""
         with self._cond:
             return self._queued
 
@@ -195,10 +183,10 @@ class IndexWriter(BackgroundWriter):
                     self._cond.notify_all()
 
     def _apply_with_retries(self, write: IndexWrite) -> None:
-        """An upsert or update is idempotent, so a retry after a partial failure is safe."""
+        """An upsert is idempotent, so a retry after a partial failure is safe."""
         for attempt in range(self._retries + 1):
             try:
-                self._apply(write.namespace, write.upserts, write.restatus)
+                self._apply(write.namespace, write.upserts)
                 self.calls += 1
                 return
             except Exception as e:  # the writer must outlive a failing index

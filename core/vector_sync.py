@@ -63,18 +63,11 @@ def index(
         ctx.store.set_meta(VECTORS_BEHIND, "1")
 
 
-def write_queued(
-    ctx: EngineContext,
-    namespace: str,
-    new: Sequence[VectorItem],
-    restatus: Sequence[tuple[str, Mapping[str, str | int | float | bool]]],
-) -> None:
+def write_queued(ctx: EngineContext, namespace: str, new: Sequence[VectorItem]) -> None:
     """One merged batch of the index writer (core/indexing.py), applied."""
     if new:
         keep_embeddings(ctx, namespace, {it.id: it.vector for it in new})
         ctx.vectors.upsert(namespace, new)
-    if restatus:
-        ctx.vectors.set_metadata(namespace, [i for i, _ in restatus], [m for _, m in restatus])
 
 
 def queued_write_failed(ctx: EngineContext) -> None:

@@ -31,8 +31,8 @@ on one slot and every script below is atomic):
   pushed (a lone writer applies what it has: one round trip, nothing read back);
 - a holder that finds other workers' entries queued waits `linger_seconds` and reads the
   head again, so writes arriving meanwhile join its upsert;
-- the holder writes them to the index (consecutive upserts and metadata updates merged
-  as `core.indexing.merge` does, deletes in their place), then one script checks it
+- the holder writes them to the index (consecutive upserts and metadata updates merged,
+  deletes in their place, `plan`), then one script checks it
   still holds the lease, trims what it applied and adds it to ``{ns}:vq:done``; it goes
   on until its own writes are applied, then releases the lease;
 - a writer that finds the lease held joins ``{ns}:vq:waiters`` in the same script and
@@ -69,7 +69,6 @@ import numpy as np
 import orjson
 
 from reverie.core.errors import BackendUnavailable, InvalidInput, ReverieError
-from reverie.core.indexing import IndexWrite, merge
 from reverie.core.models import validate_namespace
 from reverie.core.ports import Vector, VectorHit, VectorIndex, VectorItem
 from reverie.integrations.redis.connection import socket_timeout, translate
@@ -251,23 +250,25 @@ def decode(entry: str | bytes) -> Op:
     return op, memory_id, None
 
 
-def plan(namespace: str, ops: Sequence[Op]) -> list[tuple[str, Any]]:
+def plan(ops: Sequence[Op]) -> list[tuple[str, Any]]:
     """The index calls that apply `ops` in order, as few as order allows: each run
-    between deletes is one merged upsert plus one metadata update (`core.indexing.merge`:
-    a later upsert of an id wins and drops earlier updates of it; an update after an
-    upsert lands on top of it), each run of deletes one delete."""
+    between deletes is one upsert plus one metadata update, each run of deletes one
+    delete. Inside a run the last upsert of an id wins and drops earlier updates of it
+    (an upsert replaces the metadata); updates of one id merge key by key, later keys
+    winning, and are applied after the upserts, so an update that came after an upsert
+    of the same id still lands on top of it."""
     calls: list[tuple[str, Any]] = []
-    writes: list[IndexWrite] = []
+    upserts: dict[str, VectorItem] = {}
+    updates: dict[str, dict[str, Any]] = {}
     deletes: list[str] = []
 
     def flush_writes() -> None:
-        if writes:
-            merged = merge(writes)
-            if merged.upserts:
-                calls.append(("upsert", list(merged.upserts)))
-            if merged.restatus:
-                calls.append(("set_metadata", list(merged.restatus)))
-            writes.clear()
+        if upserts:
+            calls.append(("upsert", list(upserts.values())))
+            upserts.clear()
+        if updates:
+            calls.append(("set_metadata", list(updates.items())))
+            updates.clear()
 
     def flush_deletes() -> None:
         if deletes:
@@ -281,9 +282,11 @@ def plan(namespace: str, ops: Sequence[Op]) -> list[tuple[str, Any]]:
             continue
         flush_deletes()
         if op == "u":
-            writes.append(IndexWrite(namespace, (payload,), ()))
+            upserts.pop(memory_id, None)
+            upserts[memory_id] = payload
+            updates.pop(memory_id, None)
         else:
-            writes.append(IndexWrite(namespace, (), ((memory_id, payload),)))
+            updates[memory_id] = {**updates.get(memory_id, {}), **payload}
     flush_writes()
     flush_deletes()
     return calls
@@ -443,7 +446,7 @@ class OutboxIndex:
     def _apply(self, namespace: str, names: list[str], args: list[Any], ops: list[Op]) -> None:
         """Write a claimed batch to the index; on failure give the lease back first."""
         try:
-            for call, payload in plan(namespace, ops):
+            for call, payload in plan(ops):
                 if call == "upsert":
                     self.inner.upsert(namespace, payload)
                 elif call == "set_metadata":

@@ -182,7 +182,7 @@ def test_plan_merges_writes_between_deletes_in_order() -> None:
     ]
     encoders = {"u": encode_upsert, "m": encode_metadata, "d": encode_delete}
     # as queued in Redis and read back by a drainer
-    calls = plan("n", [decode(encoders[op[0]](op).decode()) for op in ops])
+    calls = plan([decode(encoders[op[0]](op).decode()) for op in ops])
     assert [c for c, _ in calls] == ["upsert", "set_metadata", "delete", "upsert"]
     first = calls[0][1]
     assert [i.id for i in first] == ["a", "b"]
@@ -190,6 +190,14 @@ def test_plan_merges_writes_between_deletes_in_order() -> None:
     assert calls[1][1] == [("a", {"status": "superseded"})]  # b's update was dropped
     assert calls[2][1] == ["a"]  # one delete, once
     assert calls[3][1][0].id == "a" and np.array_equal(calls[3][1][0].vector, unit(3))
+
+
+def test_plan_merges_updates_of_one_id_key_by_key() -> None:
+    from reverie.integrations.redis.outbox import decode, encode_metadata
+
+    ops = [("m", "a", {"status": "x", "kind": "k"}), ("m", "a", {"status": "y"})]
+    calls = plan([decode(encode_metadata(op).decode()) for op in ops])
+    assert calls == [("set_metadata", [("a", {"status": "y", "kind": "k"})])]
 
 
 # --- the outbox on real servers -------------------------------------------------------------

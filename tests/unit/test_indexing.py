@@ -10,8 +10,7 @@ full queue makes observe wait, never drop."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -34,7 +33,6 @@ class GatedIndex(InMemoryVectorIndex):
         self.gate = threading.Event()
         self.gate.set()
         self.upserts: list[list[str]] = []
-        self.updates: list[list[str]] = []
         self.fail_next = 0
 
     def upsert(self, namespace: str, items: Sequence[VectorItem]) -> None:
@@ -44,13 +42,6 @@ class GatedIndex(InMemoryVectorIndex):
             raise BackendUnavailable("the vector index went away for a moment")
         self.upserts.append([i.id for i in items])
         super().upsert(namespace, items)
-
-    def set_metadata(
-        self, namespace: str, ids: Sequence[str], metadata: Sequence[Mapping[str, Any]]
-    ) -> None:
-        self.gate.wait(timeout=30)
-        self.updates.append(list(ids))
-        super().set_metadata(namespace, ids, metadata)
 
 
 def engine_with(index: GatedIndex, policy: Policy | None = None) -> MemoryEngine:
@@ -161,7 +152,7 @@ def test_a_full_queue_makes_the_caller_wait_and_nothing_is_lost() -> None:
     applied: list[list[str]] = []
     gate = threading.Event()
 
-    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
+    def apply(ns: str, ups: Sequence[VectorItem]) -> None:
         gate.wait(timeout=30)
         applied.append([i.id for i in ups])
 
@@ -187,7 +178,7 @@ def test_a_full_queue_makes_the_caller_wait_and_nothing_is_lost() -> None:
 def test_flush_of_one_namespace_does_not_wait_for_another() -> None:
     gate = threading.Event()
 
-    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
+    def apply(ns: str, ups: Sequence[VectorItem]) -> None:
         if ns == "slow":
             gate.wait(timeout=30)
 
@@ -200,19 +191,16 @@ def test_flush_of_one_namespace_does_not_wait_for_another() -> None:
     writer.close()
 
 
-def test_merge_keeps_the_last_word_per_id() -> None:
-    up1 = IndexWrite("ns", (item("a"), item("b")), ())
-    meta_a = IndexWrite("ns", (), (("a", {"status": "superseded"}),))
-    up_b_again = IndexWrite("ns", (item("b", "archived"),), ())
-    meta_b_before = IndexWrite("ns", (), (("b", {"kind": "semantic"}),))
-    m = merge([up1, meta_b_before, meta_a, up_b_again])
-    # b's later upsert replaces its earlier metadata update; a's update follows a's upsert
-    assert [i.id for i in m.upserts] == ["a", "b"]
-    assert m.upserts[1].metadata["status"] == "archived"
-    assert m.restatus == (("a", {"status": "superseded"}),)
-    two_updates = merge([IndexWrite("ns", (), (("a", {"status": "x", "kind": "k"}),)),
-                         IndexWrite("ns", (), (("a", {"status": "y"}),))])
-    assert two_updates.restatus == (("a", {"status": "y", "kind": "k"}),)
+def test_merge_keeps_the_last_vector_per_id_in_its_last_place() -> None:
+    first = IndexWrite("ns", (item("a"), item("b")))
+    b_again = IndexWrite("ns", (item("b", "archived"), item("c")))
+    a_again = IndexWrite("ns", (item("a", "superseded"),))
+    m = merge([first, b_again, a_again])
+    assert m.namespace == "ns"
+    assert [i.id for i in m.upserts] == ["b", "c", "a"]
+    assert m.upserts[0].metadata["status"] == "archived"
+    assert m.upserts[2].metadata["status"] == "superseded"
+    assert m.size == 3 and m.ids == ["b", "c", "a"]
 
 
 def _flush_in_child(writer: IndexWriter) -> None:
@@ -227,7 +215,7 @@ def test_a_forked_child_does_not_wait_for_the_parents_queue() -> None:
     gate = threading.Event()
     applied: list[str] = []
 
-    def apply(ns: str, ups: Sequence[VectorItem], meta: Sequence[tuple[str, Any]]) -> None:
+    def apply(ns: str, ups: Sequence[VectorItem]) -> None:
         if ups and ups[0].id != "child":
             gate.wait(timeout=30)
         applied.extend(i.id for i in ups)
