@@ -5,7 +5,10 @@ change of one value is found whatever else the texts say."""
 
 from __future__ import annotations
 
-from reverie.core import Policy
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reverie.core import Policy, updates
 from reverie.core.updates import Verdict, answers_alike, introduces, judge, may_update, read
 
 
@@ -322,3 +325,30 @@ def test_an_object_pronoun_or_until_does_not_make_an_elliptical_update_name_a_su
     s = judge(new, read("user: The due date for the quarterly report is November 12."),
               0.3, 0.7, Policy())
     assert s.context == 0.7 and s.same_type == "date" and s.verdict is Verdict.OUTDATES
+
+
+_CASE_WORDS = [
+    "Hey", "MOVED", "to", "Berlin", "Now", "it's", "$5K", "5k", "10:30", "PM", "May", "20th",
+    "TUESDAYS", "v2.3", "Red", "no", "LONGER", "Actually", ",", ".", "!", "project", "7",
+    "Favourite", "WAS", "Thanks,", "noon", "Midnight", "These", "days", "my", "NEW", "is",
+    "Dr.", "eBay", "USD", "1/2/2024", "Mornings", "FYI", "Instead", "of", "Went", "up",
+]
+
+
+@given(st.lists(st.sampled_from(_CASE_WORDS), min_size=1, max_size=14), st.booleans())
+def test_the_lower_case_patterns_match_as_the_case_insensitive_ones(
+    words: list[str], spaced: bool
+) -> None:
+    # ASCII text is matched case-sensitively over its lower case (the cheap way); every
+    # pattern must find the same spans there as its case-insensitive form on the text
+    text = (" " if spaced else "").join(words)
+    for pattern in (updates.CUE, updates.STRONG_CUE, updates.STATE, updates._LABEL,
+                    *(p for _, p in updates._VALUE_TYPES if isinstance(p, updates._Folded))):
+        cheap = [m.span() for m in pattern.finditer(text, text.lower())]
+        assert cheap == [m.span() for m in pattern.any_case.finditer(text)]
+
+
+def test_text_beyond_ascii_folds_case_as_unicode_does() -> None:
+    # "ſ" (long s) and "K" (Kelvin) fold to "s" and "k"; lower-casing keeps them
+    assert read("I ſwitched to tea").cue
+    assert read("My salary is $90\u212a now").values["money"] == {"$90k"}
