@@ -342,8 +342,9 @@ def test_the_lower_case_patterns_match_as_the_case_insensitive_ones(
     # ASCII text is matched case-sensitively over its lower case (the cheap way); every
     # pattern must find the same spans there as its case-insensitive form on the text
     text = (" " if spaced else "").join(words)
-    for pattern in (updates.CUE, updates.STRONG_CUE, updates.STATE, updates._LABEL,
-                    *(p for _, p in updates._VALUE_TYPES if isinstance(p, updates._Folded))):
+    folded = [p for _, p in updates._VALUE_TYPES if isinstance(p, updates._Folded)]
+    for pattern in (updates.CUE, updates.STRONG_CUE, updates.STATE, updates._PAST,
+                    updates._LABEL, updates._WORD_TIMES, updates._VOCATIVE_BEFORE, *folded):
         cheap = [m.span() for m in pattern.finditer(text, text.lower())]
         assert cheap == [m.span() for m in pattern.any_case.finditer(text)]
 
