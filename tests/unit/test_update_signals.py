@@ -332,6 +332,7 @@ _CASE_WORDS = [
     "TUESDAYS", "v2.3", "Red", "no", "LONGER", "Actually", ",", ".", "!", "project", "7",
     "Favourite", "WAS", "Thanks,", "noon", "Midnight", "These", "days", "my", "NEW", "is",
     "Dr.", "eBay", "USD", "1/2/2024", "Mornings", "FYI", "Instead", "of", "Went", "up",
+    "GREEN", "navy", "redwood",
 ]
 
 
@@ -347,6 +348,9 @@ def test_the_lower_case_patterns_match_as_the_case_insensitive_ones(
                     updates._LABEL, updates._WORD_TIMES, updates._VOCATIVE_BEFORE, *folded):
         cheap = [m.span() for m in pattern.finditer(text, text.lower())]
         assert cheap == [m.span() for m in pattern.any_case.finditer(text)]
+    colours = dict(updates._VALUE_TYPES)["colour"]
+    cheap = [m.span() for m in colours.finditer(text, text.lower())]
+    assert cheap == [m.span() for m in colours.finditer(text, None)]
 
 
 def test_text_beyond_ascii_folds_case_as_unicode_does() -> None:
