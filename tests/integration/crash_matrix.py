@@ -17,6 +17,9 @@ and forks, for every kill, a worker and then a checker:
   when records lack vectors (by id, not by count); and the next maintenance run leaves
   none lacking.
 
+A worker or checker that writes nothing for `SILENT_SECONDS` is hung: it prints every
+thread's stack to stderr and is killed, and the kill is reported as failed.
+
 The server itself never opens a store, a Chroma client or a thread pool, so each fork
 starts from a clean process. test_crash_matrix.py runs a few kills; scripts/crash-soak
 runs many.
@@ -24,13 +27,16 @@ runs many.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import random
+import select
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -45,6 +51,7 @@ SCRATCH = ["zebra", "quartz", "violin", "tundra", "saffron", "glacier", "cobalt"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 MAX_ACKS = 30  # a kill comes after 1..MAX_ACKS acknowledged calls
 MAX_DELAY = 0.25  # ... and 0..MAX_DELAY seconds into what follows
+SILENT_SECONDS = 120.0  # a child silent this long is hung: its stacks go to stderr
 
 
 def policy() -> Any:
@@ -173,10 +180,26 @@ def _check(
         engine.close()
 
 
-def _lines(fd: int) -> Iterator[str]:
-    """Lines read from `fd` until its writer is gone."""
+class Hung(Exception):
+    """A child wrote nothing for `SILENT_SECONDS`."""
+
+
+def _lines(fd: int, pid: int) -> Iterator[str]:
+    """Lines read from `fd` until its writer is gone. A child that stays silent for
+    `SILENT_SECONDS` is hung: it is made to print every thread's stack (see `_fork`),
+    killed, and `Hung` is raised, so a hang is reported with where it hung instead of
+    stalling the run."""
     buf = b""
-    while chunk := os.read(fd, 65536):
+    while True:
+        ready, _, _ = select.select([fd], [], [], SILENT_SECONDS)
+        if not ready:
+            os.kill(pid, signal.SIGUSR1)
+            time.sleep(1.0)
+            os.kill(pid, signal.SIGKILL)
+            raise Hung(f"silent for {SILENT_SECONDS:g} s (its stacks are on stderr)")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return
         buf += chunk
         *done, buf = buf.split(b"\n")
         yield from (d.decode() for d in done)
@@ -190,6 +213,8 @@ def _fork(body: Any) -> tuple[int, int]:
     pid = os.fork()
     if pid == 0:
         os.close(r)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        _private_progress_lock()
         code = 0
         try:
             body(w)
@@ -200,6 +225,18 @@ def _fork(body: Any) -> tuple[int, int]:
             os._exit(code)
     os.close(w)
     return pid, r
+
+
+def _private_progress_lock() -> None:
+    """Every SentenceTransformer.encode builds a (hidden) tqdm bar, which takes tqdm's
+    lock; by default that lock includes a semaphore shared by every process forked after
+    it was made. A worker killed while holding it would leave every later fork (the
+    checker, the next workers) waiting on it forever. Each process gets its own lock,
+    as separately started processes would have."""
+    from tqdm import std
+
+    std.tqdm.monitor_interval = 0  # no monitor thread to hold the lock across a fork
+    std.tqdm.set_lock(threading.RLock())
 
 
 def kill_once(home: Path, url: str, prefix: str, seed: int, embedder: Any) -> Outcome:
@@ -232,7 +269,7 @@ def kill_once(home: Path, url: str, prefix: str, seed: int, embedder: Any) -> Ou
             last = line
 
     pid, r = _fork(lambda w: worker(str(home), url, prefix, seed, embedder, w))
-    lines = _lines(r)
+    lines = _lines(r, pid)
     try:
         for line in lines:
             read(line)
@@ -243,6 +280,9 @@ def kill_once(home: Path, url: str, prefix: str, seed: int, embedder: Any) -> Ou
         os.waitpid(pid, 0)
         for line in lines:  # what it wrote before it died was acknowledged too
             read(line)
+    except Hung as e:
+        os.waitpid(pid, 0)
+        out.error = f"the worker hung after {last!r}: {e}"
     finally:
         os.close(r)
     out.killed_in = last.split()[1] if last.startswith("begin") else "between"
@@ -255,7 +295,9 @@ def kill_once(home: Path, url: str, prefix: str, seed: int, embedder: Any) -> Ou
 
     pid, r = _fork(checker)
     try:
-        said = list(_lines(r))
+        said = list(_lines(r, pid))
+    except Hung as e:
+        said = [f"the checker hung: {e}"]
     finally:
         os.close(r)
         os.waitpid(pid, 0)
@@ -325,13 +367,15 @@ class CrashServer:
 
 
 def serve() -> None:
-    """Load the model once (one torch thread: forked children inherit no pool), then
-    answer one request line with one outcome line until stdin closes."""
+    """Load the model once (one torch thread and no tqdm monitor: forked children
+    inherit no pool and no lock held by another thread), then answer one request line
+    with one outcome line until stdin closes."""
     import torch
 
     from reverie.integrations.embedders import LocalEmbedder
 
     torch.set_num_threads(1)
+    _private_progress_lock()
     embedder = LocalEmbedder().load()
     embedder.embed(["warm"])
     for line in sys.stdin:

@@ -39,3 +39,41 @@ def test_kills_at_random_points_lose_nothing(
             problems[seed] = check(outcome)
     assert not problems, problems
     assert acks >= KILLS  # every worker got going before it was killed
+
+
+def test_a_fork_killed_holding_the_progress_lock_blocks_no_later_fork() -> None:
+    """Every encode takes tqdm's lock; a worker killed while holding it must not leave
+    the checker or the next worker (forks of the same server) waiting for ever."""
+    import os
+    import signal
+    import time
+
+    from tqdm import tqdm
+
+    from tests.integration.crash_matrix import _fork, _lines, _private_progress_lock
+
+    _private_progress_lock()
+    list(tqdm(range(1), disable=True))
+
+    def hold(w: int) -> None:
+        tqdm.get_lock().acquire()
+        os.write(w, b"holding\n")
+        time.sleep(60)
+
+    pid, r = _fork(hold)
+    assert next(_lines(r, pid)) == "holding"
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(r)
+
+    def bar(w: int) -> None:
+        list(tqdm(range(2), disable=True))
+        os.write(w, b"done\n")
+
+    pid, r = _fork(bar)
+    try:
+        said = list(_lines(r, pid))
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert said == ["done"]
