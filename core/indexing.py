@@ -12,9 +12,10 @@ and no timer delays a quiet engine.
 
 Read-your-writes is kept by the engine, not here: every engine method waits for its
 namespace's queued vectors before it reads (`flush`), so recall on the same engine
-finds what that engine just observed. Another process sees the vector when the batch
-lands (milliseconds later); until then the memory's record and lexical postings are
-already committed, so the lexical channel finds it.
+finds what that engine just observed; a write, which must not wait, reads the vectors
+not yet written (`unwritten`) beside the index instead. Another process sees the vector
+when the batch lands (milliseconds later); until then the memory's record and lexical
+postings are already committed, so the lexical channel finds it.
 
 Order: writes are applied in submission order; consecutive writes to one namespace are
 merged into one upsert (a later write of an id wins). The index holds a vector and its
@@ -32,11 +33,13 @@ import logging
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from .background import BackgroundWriter
 from .errors import DeadlineExceeded, StorageFull
-from .ports import VectorItem
+from .ports import Vector, VectorItem
 
 log = logging.getLogger("reverie")
 
@@ -54,6 +57,14 @@ class IndexWrite:
 
     namespace: str
     upserts: tuple[VectorItem, ...]
+    # the vectors as unit rows, for a write's search of what is not yet written
+    # (`IndexWriter.unwritten`): stacked once here, not at every search
+    units: Vector = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rows = np.array([i.vector for i in self.upserts], dtype=np.float32, ndmin=2)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        object.__setattr__(self, "units", rows / np.where(norms > 0, norms, 1.0))
 
     @property
     def size(self) -> int:
@@ -104,6 +115,7 @@ class IndexWriter(BackgroundWriter):
         self._queue: deque[IndexWrite] = deque()
         self._queued = 0  # vectors waiting in _queue
         self._busy: str | None = None  # namespace of the write in flight
+        self._flight: IndexWrite | None = None  # the write in flight
         self._pending: Counter[str] = Counter()  # queued + in-flight writes per namespace
 
     def submit(self, namespace: str, upserts: Sequence[VectorItem]) -> None:
@@ -136,6 +148,15 @@ class IndexWriter(BackgroundWriter):
             else:
                 while self._pending.get(namespace, 0) > 0:
                     self._cond.wait()
+
+    def unwritten(self, namespace: str) -> list[IndexWrite]:
+        """The namespace's writes queued or in flight, not yet known to be in the index:
+        with the index's own answer, what a search would find once the queue drains."""
+        with self._cond:
+            writes = [w for w in self._queue if w.namespace == namespace]
+            if self._flight is not None and self._flight.namespace == namespace:
+                writes.append(self._flight)
+        return writes
 
     @property
     def backlog(self) -> int:
@@ -170,12 +191,14 @@ class IndexWriter(BackgroundWriter):
                     return
                 taken = self._take()
                 self._busy = taken[0].namespace
+                self._flight = write = merge(taken)
                 self._cond.notify_all()  # room in the queue for a waiting submit
             try:
-                self._apply_with_retries(merge(taken))
+                self._apply_with_retries(write)
             finally:
                 with self._cond:
                     self._busy = None
+                    self._flight = None
                     ns = taken[0].namespace
                     self._pending[ns] -= len(taken)
                     if self._pending[ns] <= 0:

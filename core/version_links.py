@@ -9,6 +9,7 @@ elliptical update ("About the dentist." ... "It's 4:30 now.").
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -124,9 +125,23 @@ class VersionLinks:
             # read per hit, and a fallback that lists every id once few are current):
             # the records read in `link` are the truth, and drop retired versions
             hits = self.ctx.vectors.query(ns, vec, policy.neighbours)
-            for h in hits:
-                if h.similarity >= least:
-                    out[h.id] = h.similarity
+            found = {h.id: h.similarity for h in hits if h.similarity >= least}
+            # the vectors still queued behind earlier writes count as if written: which
+            # earlier turn an update is linked to must not hang on how far the writer
+            # thread has got (the index's top k plus every unwritten vector, cut to k, is
+            # the top k of the drained index)
+            unwritten = self.ctx.indexer.unwritten(ns)
+            if unwritten:
+                q = np.asarray(vec, dtype=np.float32)
+                q = q / max(float(np.linalg.norm(q)), 1e-12)
+                for w in unwritten:
+                    sims = w.units @ q
+                    for j in np.flatnonzero(sims >= least):
+                        mid, sim = w.upserts[j].id, float(sims[j])
+                        found[mid] = max(found.get(mid, -1.0), sim)
+                top = heapq.nlargest(policy.neighbours, found.items(), key=lambda kv: kv[1])
+                found = dict(top)
+            out.update(found)
         if recent:
             for r, sim in zip(recent, cosines(vec, [r.vector for r in recent]), strict=True):
                 if sim >= least and sim > out.get(r.memory.id, -1.0):

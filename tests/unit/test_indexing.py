@@ -19,6 +19,7 @@ from reverie.core import ManualClock, Policy
 from reverie.core.engine import MemoryEngine
 from reverie.core.errors import BackendUnavailable
 from reverie.core.indexing import IndexWrite, IndexWriter, merge
+from reverie.core.policy import UpdatePolicy
 from reverie.core.ports import VectorItem
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 from tests.servers import wait_until
@@ -42,6 +43,9 @@ class GatedIndex(InMemoryVectorIndex):
             raise BackendUnavailable("the vector index went away for a moment")
         self.upserts.append([i.id for i in items])
         super().upsert(namespace, items)
+
+
+WORDS = ["tea", "kite", "oak", "river", "train", "salt", "rain", "park", "boat", "lamp"]
 
 
 def engine_with(index: GatedIndex, policy: Policy | None = None) -> MemoryEngine:
@@ -103,6 +107,80 @@ def test_an_update_finds_a_target_still_queued_and_recall_skips_the_retired_one(
     hits = engine.recall("I live in Berlin, close to the big park", k=5).hits
     assert [h.memory.id for h in hits] == [new.id]
     engine.close()
+
+
+def test_an_update_finds_a_target_still_queued_beyond_the_recent_turns() -> None:
+    """Which earlier turn an update links to must not hang on how far the writer thread
+    has got: with the recent turns kept in memory cut to one, the old statement is found
+    only through the index, while its vector is still queued."""
+    index = GatedIndex()
+    engine = engine_with(index, Policy(updates=UpdatePolicy(recent_turns=1)))
+    index.gate.clear()
+    old = engine.observe("I live in Berlin, close to the big park")
+    for text in ("the soup needs more salt", "trains were late again", "rain all day"):
+        engine.observe(text)
+    assert index.ids("default") == set()  # nothing written yet
+    new = engine.observe("Actually I live in Lisbon now, close to the big park")
+    index.gate.set()  # (reads wait for the queue)
+    assert engine.get(old.id).superseded_by == new.id
+    engine.close()
+
+
+def test_a_writes_search_finds_the_same_neighbours_queued_or_written() -> None:
+    """The index's top k plus the unwritten vectors, cut to k, is the drained index's top
+    k: the same neighbours (and cosines) whichever part of the queue has been written."""
+    rng = np.random.default_rng(7)
+    index = GatedIndex()
+    engine = engine_with(index)
+    texts = [f"note {i} " + " ".join(rng.choice(WORDS, size=4)) for i in range(40)]
+    for t in texts[:25]:
+        engine.observe(t)
+    engine.flush()  # 25 in the index
+    index.gate.clear()
+    for t in texts[25:]:
+        engine.observe(t)  # 15 queued or in flight
+    versions = engine._writes.versions
+    queries = [engine._ctx.embed([" ".join(rng.choice(WORDS, size=3))])[0] for _ in range(20)]
+    queued = [versions.near("default", q, (), (), ask=True, floor=0.0) for q in queries]
+    index.gate.set()
+    engine.flush()
+    drained = [versions.near("default", q, (), (), ask=True, floor=0.0) for q in queries]
+    for a, b in zip(queued, drained, strict=True):
+        # the same k cosines; which of two tied texts fills the last place may differ
+        assert sorted(a.values()) == pytest.approx(sorted(b.values()), abs=1e-5)
+        last = min(b.values())
+        assert {k for k, v in a.items() if v > last + 1e-5} == {
+            k for k, v in b.items() if v > last + 1e-5
+        }
+    assert sum(len(x) for x in drained) == 8 * len(queries)  # k = 8 found each time
+    engine.close()
+
+
+def test_unwritten_lists_the_queued_and_in_flight_vectors_of_a_namespace() -> None:
+    gate = threading.Event()
+    started = threading.Event()
+
+    def apply(ns: str, ups: Sequence[VectorItem]) -> None:
+        started.set()
+        gate.wait(timeout=30)
+
+    writer = IndexWriter(apply, capacity=100, retries=0)
+    writer.submit("a", [item("x")])
+    assert started.wait(timeout=10)  # x is in flight, held there
+    writer.submit("a", [item("y"), item("z")])
+    writer.submit("b", [item("w")])
+    def ids(ns: str) -> list[str]:
+        return sorted(i.id for w in writer.unwritten(ns) for i in w.upserts)
+
+    assert ids("a") == ["x", "y", "z"]
+    assert ids("b") == ["w"]
+    assert ids("c") == []
+    # each write's vectors as unit rows, for the search: (1, 1, 1, 1) / 2
+    assert np.allclose(np.vstack([w.units for w in writer.unwritten("a")]), 0.5)
+    gate.set()
+    writer.flush()
+    assert writer.unwritten("a") == writer.unwritten("b") == []
+    writer.close()
 
 
 def test_close_writes_what_was_queued() -> None:
