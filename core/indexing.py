@@ -152,6 +152,7 @@ class IndexWriter(BackgroundWriter):
     def unwritten(self, namespace: str) -> list[IndexWrite]:
         """The namespace's writes queued or in flight, not yet known to be in the index:
         with the index's own answer, what a search would find once the queue drains."""
+        self._after_fork()
         with self._cond:
             writes = [w for w in self._queue if w.namespace == namespace]
             if self._flight is not None and self._flight.namespace == namespace:

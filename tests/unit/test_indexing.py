@@ -282,6 +282,7 @@ def test_merge_keeps_the_last_vector_per_id_in_its_last_place() -> None:
 
 
 def _flush_in_child(writer: IndexWriter) -> None:
+    assert writer.unwritten("ns") == []  # the parent's queue is the parent's to write
     writer.flush()  # the child inherited a queue, not the thread: must not hang
     writer.submit("ns", [item("child")])  # a write of its own gets its own thread
     writer.flush()
