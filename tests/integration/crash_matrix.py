@@ -27,6 +27,7 @@ runs many.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -193,9 +194,10 @@ def _lines(fd: int, pid: int) -> Iterator[str]:
     while True:
         ready, _, _ = select.select([fd], [], [], SILENT_SECONDS)
         if not ready:
-            os.kill(pid, signal.SIGUSR1)
-            time.sleep(1.0)
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+                time.sleep(1.0)
+                os.kill(pid, signal.SIGKILL)
             raise Hung(f"silent for {SILENT_SECONDS:g} s (its stacks are on stderr)")
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -281,7 +283,8 @@ def kill_once(home: Path, url: str, prefix: str, seed: int, embedder: Any) -> Ou
         for line in lines:  # what it wrote before it died was acknowledged too
             read(line)
     except Hung as e:
-        os.waitpid(pid, 0)
+        with contextlib.suppress(ChildProcessError):  # (reaped already if killed above)
+            os.waitpid(pid, 0)
         out.error = f"the worker hung after {last!r}: {e}"
     finally:
         os.close(r)
