@@ -114,7 +114,6 @@ class IndexWriter(BackgroundWriter):
     def _reset_queue(self) -> None:
         self._queue: deque[IndexWrite] = deque()
         self._queued = 0  # vectors waiting in _queue
-        self._busy: str | None = None  # namespace of the write in flight
         self._flight: IndexWrite | None = None  # the write in flight
         self._pending: Counter[str] = Counter()  # queued + in-flight writes per namespace
 
@@ -143,7 +142,7 @@ class IndexWriter(BackgroundWriter):
         self._after_fork()
         with self._cond:
             if namespace is None:
-                while self._queue or self._busy is not None:
+                while self._queue or self._flight is not None:
                     self._cond.wait()
             else:
                 while self._pending.get(namespace, 0) > 0:
@@ -191,14 +190,12 @@ class IndexWriter(BackgroundWriter):
                 if not self._wait_for_work():  # closed and drained
                     return
                 taken = self._take()
-                self._busy = taken[0].namespace
                 self._flight = write = merge(taken)
                 self._cond.notify_all()  # room in the queue for a waiting submit
             try:
                 self._apply_with_retries(write)
             finally:
                 with self._cond:
-                    self._busy = None
                     self._flight = None
                     ns = taken[0].namespace
                     self._pending[ns] -= len(taken)
