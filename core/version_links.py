@@ -187,8 +187,10 @@ class VersionLinks:
                 if updates.is_assistant(m.text, m.metadata):
                     continue
                 reading = updates.reading(m.text)
-            if not reading.values and len(reading.words) < 3:
-                continue  # "About my pay.": it names a subject, it states nothing
+            if not (reading.values or reading.cue) and len(reading.words) < 3:
+                # "About my pay.": it names a subject, it states nothing; a change it
+                # tells in as few words ("I switched to commuting on foot.") states one
+                continue
             own = neighbours.get(mid)
             if own is None:
                 own = cosines(vec, [r.vector])[0] if r is not None else 0.0

@@ -262,3 +262,18 @@ def test_a_turn_that_only_names_its_subject_is_no_version_and_stays_an_intro() -
     assert _why(e, intro) is None  # "about" is no word of its own: it states nothing
     why = _why(e, paella)
     assert why is not None and why["of"] == falafel.id and why["context"] > 0
+
+
+def test_a_change_told_in_two_words_is_a_version_a_later_change_can_update() -> None:
+    # "I switched to commuting on foot." has two content words, like the intro "About my
+    # pay."; its change word says it states a value, so the next change links to it and
+    # the chain stays one
+    e = make_engine()
+    foot, bike = _say(
+        e,
+        "user: I switched to commuting on foot.",
+        60 * 24,
+        "user: These days I am commuting to work on a bike.",
+    )
+    why = _why(e, bike)
+    assert why is not None and why["of"] == foot.id
