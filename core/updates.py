@@ -100,7 +100,7 @@ CUE = _Folded(
     r"updated|went up|went down|traded it in|relocated|migrated|transferred|postponed|"
     r"delayed|cut|dropped|swapped(?: \w+){0,2}) (?:to|for)|"
     r"now it'?s|(?:it'?s|is|are) now|from now on|"
-    r"these days|new (?:\w+ ){0,3}(?:is|are)|my new \w+ is|our new \w+ is|"
+    r"these days|new (?:[\w'-]+ ){0,3}(?:is|are)|my new [\w'-]+ is|our new [\w'-]+ is|"
     r"i was wrong|scratch that|sorry,? (?:actually|i meant)|got changed|has changed|"
     r"have changed|went with|for the record|just so you know|heads up|make that|"
     r"going forward|as of (?:now|today)|fyi)\b"

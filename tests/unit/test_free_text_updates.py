@@ -66,7 +66,9 @@ def test_values_are_read_by_type() -> None:
 def test_change_words_of_everyday_english_are_read() -> None:
     # an announcement, and verbs that move a value somewhere else
     for text in ("user: FYI my manager is Aiko Sato.", "user: Prod was migrated to Python 3.10.",
-                 "user: The budget was cut to $40k.", "user: My new route to work is on foot."):
+                 "user: The budget was cut to $40k.", "user: My new route to work is on foot.",
+                 # a hyphenated word is one word: "my new go-to dish is" as "my new dish is"
+                 "user: My new go-to dish is tacos.", "user: Our new co-founder is Ana Lima."):
         assert read(text).cue, text
     # those that say outright that the old value was replaced
     for text in ("user: We relocated to Osaka for good.", "user: I swapped my bike for a scooter."):
