@@ -163,17 +163,27 @@ def _unit(v: Vector) -> Vector:
 
 
 def _echoes(
-    m: Memory, chain: Sequence[Memory], links: Mapping[str, set[str]], policy: Policy
+    m: Memory,
+    chain: Sequence[Memory],
+    links: Mapping[str, set[str]],
+    policy: Policy,
+    said: Callable[[Memory], Memory | None] = lambda m: None,
 ) -> bool:
     """Does `m` speak around a version without stating anything itself: an assistant's
     reply, or a user's short intro with no value of its own ("About my pay.", "About the
     Tuesday sync." when a version says Tuesday), said close to one of the versions, and
-    no version of anything itself?"""
+    no version of anything itself? `said` gives the latest user turn known before a
+    reply: what the reply answers."""
     if m.id in links or m.id in {c.id for c in chain}:
         return False
     within = timedelta(seconds=policy.updates.context_seconds)
     if updates.is_assistant(m.text, m.metadata):
-        # a reply to an older version, said just after it
+        # a reply to an older version, said just after it: the user turn it answers is
+        # that version ("Thanks, I'll remember your yearly pay." after the pay, not
+        # after the interviews said two turns before)
+        before = said(m)
+        if before is not None and before.id not in {c.id for c in chain[:-1]}:
+            return False
         return any(
             timedelta(0) <= m.created_at - c.created_at <= within for c in chain[:-1]
         )
@@ -333,6 +343,17 @@ def arbitrate(
     hops = policy.updates.arbitration_hops
     by_id = {r.memory.id: r for r in ranked}
     notes: dict[str, str] = {}
+    # every user turn known here (ranked, candidates, versions), in time order: the
+    # latest one before an assistant's reply is the turn it answers
+    known = {m.id: m for m in memories.values()} | {r.memory.id: r.memory for r in ranked}
+    users = sorted(
+        ((m.created_at, m.id) for m in known.values() if not _by_assistant(m)),
+    )
+
+    def answered(reply: Memory) -> Memory | None:
+        at = bisect.bisect_right(users, (reply.created_at, reply.id)) - 1
+        return known[users[at][1]] if at >= 0 else None
+
     olders = sorted(
         (cid for cid in candidates if cid in links and cid in memories),
         key=lambda cid: -candidates[cid].relevance,
@@ -358,7 +379,7 @@ def arbitrate(
         for r in by_id.values():
             if (
                 r.score >= score and r.memory.id != new.id
-                and _echoes(r.memory, chain, links, policy)
+                and _echoes(r.memory, chain, links, policy, answered)
             ):
                 score = r.score + _ABOVE
         base = cur.candidate if cur is not None else Candidate(new.id, 0.0, 0.0, rel)

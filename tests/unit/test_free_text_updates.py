@@ -551,6 +551,33 @@ def test_a_reply_to_a_retired_version_ranks_below_the_newest_version() -> None:
     assert [r.memory.id for r in out.ranked] == ["new", "reply"]
 
 
+def test_a_reply_to_another_statement_said_after_a_version_is_no_echo_of_it() -> None:
+    # "Thanks, I'll remember your yearly pay." follows the pay statement, said after the
+    # interview count: it answers the pay, so the newest interview count is not lifted
+    # above it (it would then outrank the pay's own newest version)
+    interviews = _said("interviews", 0, "user: I have 8 interviews lined up for next week.")
+    pay = _said("pay", 4, "user: My annual pay is $95,000.")
+    reply = _said("reply", 6, "assistant: Thanks, I'll remember your yearly pay.")
+    newer = _said("newer", 90, "user: I secured 3 interviews.")
+    ranked = [Ranked(reply, Candidate("reply", 0.8, 0.9, 0.8), 0.5, 0.786),
+              Ranked(pay, Candidate("pay", 0.6, 0.8, 0.65), 0.5, 0.64),
+              Ranked(newer, Candidate("newer", 0.1, 0.0, 0.1), 0.5, 0.14),
+              Ranked(interviews, Candidate("interviews", 0.1, 0.0, 0.1), 0.5, 0.13)]
+    memories = {m.id: m for m in (interviews, pay, reply, newer)}
+    links = version_links([Edge("newer", "interviews", EdgeType.UPDATES)], memories)
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=1), Policy(),
+                    lambda m: True)
+    assert [r.memory.id for r in out.ranked] == ["reply", "pay", "newer", "interviews"]
+    # the same reply with no other statement between: it answers the interview count
+    memories.pop("pay")
+    ranked = [r for r in ranked if r.memory.id != "pay"]
+    cands.pop("pay")
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=1), Policy(),
+                    lambda m: True)
+    assert [r.memory.id for r in out.ranked] == ["newer", "reply", "interviews"]
+
+
 def test_a_question_about_the_past_gets_the_retired_version() -> None:
     e = make_engine()
     old = e.observe("user: I live in Berlin, close to the big park")
