@@ -35,7 +35,7 @@ from . import updates
 from .models import Edge, EdgeType, Memory
 from .policy import Policy
 from .ports import Vector
-from .retrieval import Candidate, Ranked
+from .retrieval import Candidate, Ranked, ranking_key
 from .scoring import decay_score, final_score
 from .updates import reading
 
@@ -257,7 +257,7 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
     if not capped:
         return Arbitration(ranked, {})
     out = [capped.get(r.memory.id, r) for r in ranked]
-    out.sort(key=lambda r: (-r.score, r.memory.id))
+    out.sort(key=ranking_key)
     return Arbitration(out, notes)
 
 
@@ -401,5 +401,5 @@ def arbitrate(
                 old_id,
                 f"older version: {new.id} is newer, observed {new.created_at:%Y-%m-%d}",
             )
-    out = sorted(by_id.values(), key=lambda r: (-r.score, r.memory.id))
+    out = sorted(by_id.values(), key=ranking_key)
     return Arbitration(out, notes)

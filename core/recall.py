@@ -47,6 +47,7 @@ from .retrieval import (
     fuse,
     needs_similarity,
     rank,
+    ranking_key,
     unseen_similarity_bound,
 )
 from .scoring import importance_score
@@ -296,7 +297,7 @@ class RecallPath:
             ranked += rank(
                 {c.id: c for c in batch}, memories, req.when, policy, req.admit, req.names
             )
-            ranked.sort(key=lambda r: (-r.score, r.memory.id))
+            ranked.sort(key=ranking_key)
             rest = order[start + step : start + step + 1]
             if len(ranked) >= k and (
                 not rest

@@ -285,6 +285,14 @@ class Ranked(NamedTuple):
     speaker: float = 0.0  # what a speaker the question names added to the score
 
 
+def ranking_key(r: Ranked) -> tuple[float, float, str]:
+    """Best score first; at an equal score the hit more relevant to the question, then
+    the id. Equal scores are not rare: arbitration places a newer version just above
+    another hit (`arbitration._ABOVE`), and two versions placed above one reply tie
+    exactly; an id alone (random) would order them differently from store to store."""
+    return (-r.score, -r.candidate.relevance, r.memory.id)
+
+
 def rank(
     candidates: Mapping[str, Candidate],
     memories: Mapping[str, Memory],
@@ -312,5 +320,5 @@ def rank(
         base = final_score(cand.relevance, d, policy)
         score = with_speaker(base, speaker_weight(m, names, policy))
         out.append(Ranked(m, cand, d, score, score - base))
-    out.sort(key=lambda r: (-r.score, r.memory.id))
+    out.sort(key=ranking_key)
     return out

@@ -578,6 +578,29 @@ def test_a_reply_to_another_statement_said_after_a_version_is_no_echo_of_it() ->
     assert [r.memory.id for r in out.ranked] == ["newer", "reply", "interviews"]
 
 
+def test_versions_placed_at_one_score_are_ordered_by_relevance_not_by_id() -> None:
+    # both newer versions are placed just above the intro said before them, so their
+    # scores tie exactly; the one whose older version the question matches better is
+    # first, whatever the (random) ids say
+    pay_old = _said("z-pay-old", 0, "user: My annual pay is $95,000.")
+    rent_old = _said("a-rent-old", 1, "user: My monthly rent is $1,200.")
+    intro = _said("intro", 60 * 24, "user: About my money.")
+    pay_new = _said("z-pay-new", 60 * 24 + 1, "user: Raised to $118,000.")
+    rent_new = _said("a-rent-new", 60 * 24 + 2, "user: Went up to $1,400.")
+    ranked = [Ranked(intro, Candidate("intro", 0.7, 1.0, 0.8), 0.5, 0.75),
+              Ranked(pay_old, Candidate("z-pay-old", 0.7, 0.6, 0.66), 0.1, 0.6),
+              Ranked(rent_old, Candidate("a-rent-old", 0.5, 0.2, 0.4), 0.1, 0.37)]
+    memories = {m.id: m for m in (pay_old, rent_old, intro, pay_new, rent_new)}
+    links = version_links([Edge("z-pay-new", "z-pay-old", EdgeType.UPDATES),
+                           Edge("a-rent-new", "a-rent-old", EdgeType.UPDATES)], memories)
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=2), Policy(),
+                    lambda m: True)
+    first, second = out.ranked[:2]
+    assert first.score == second.score
+    assert [first.memory.id, second.memory.id] == ["z-pay-new", "a-rent-new"]
+
+
 def test_a_question_about_the_past_gets_the_retired_version() -> None:
     e = make_engine()
     old = e.observe("user: I live in Berlin, close to the big park")
