@@ -167,13 +167,13 @@ def _echoes(
     chain: Sequence[Memory],
     links: Mapping[str, set[str]],
     policy: Policy,
-    said: Callable[[Memory], Memory | None] = lambda m: None,
+    said: Callable[[Memory], Memory | None],
 ) -> bool:
     """Does `m` speak around a version without stating anything itself: an assistant's
     reply, or a user's short intro with no value of its own ("About my pay.", "About the
     Tuesday sync." when a version says Tuesday), said close to one of the versions, and
-    no version of anything itself? `said` gives the latest user turn known before a
-    reply: what the reply answers."""
+    no version of anything itself? `said` gives the user turn a reply answers
+    (`_answered_by`)."""
     if m.id in links or m.id in {c.id for c in chain}:
         return False
     within = timedelta(seconds=policy.updates.context_seconds)
@@ -214,6 +214,19 @@ def _assistant_text(text: str) -> bool:
     return updates.is_assistant(text)
 
 
+def _answered_by(turns: Iterable[Memory]) -> Callable[[Memory], Memory | None]:
+    """The turn an assistant's reply answers: the latest user turn among `turns` said at
+    or before it (at one time, the last given)."""
+    users = sorted((m for m in turns if not _by_assistant(m)), key=lambda m: m.created_at)
+    times = [m.created_at for m in users]
+
+    def answered(reply: Memory) -> Memory | None:
+        at = bisect.bisect_right(times, reply.created_at) - 1
+        return users[at] if at >= 0 else None
+
+    return answered
+
+
 def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitration:
     """An assistant's reply that states nothing of its own ranks below the user's
     statement it replies to.
@@ -231,20 +244,18 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
     said_by_assistant = [_by_assistant(r.memory) for r in ranked]
     if not any(said_by_assistant[:window]) or all(said_by_assistant):
         return Arbitration(ranked, {})
-    users = sorted(
-        (r.memory.created_at, n) for n, r in enumerate(ranked) if not said_by_assistant[n]
-    )
-    times = [t for t, _ in users]
+    answered = _answered_by(r.memory for r in ranked)
+    by_id = {r.memory.id: r for r in ranked}
     capped: dict[str, Ranked] = {}
     notes: dict[str, str] = {}
     for n, r in enumerate(ranked[:window]):
         m = r.memory
         if not said_by_assistant[n]:
             continue
-        at = bisect.bisect_right(times, m.created_at) - 1
-        if at < 0 or m.created_at - times[at] > within:
+        before = answered(m)
+        if before is None or m.created_at - before.created_at > within:
             continue
-        prior = ranked[users[at][1]]
+        prior = by_id[before.id]
         if r.score < prior.score:
             continue
         said, reply = reading(prior.memory.text), reading(m.text)
@@ -343,17 +354,8 @@ def arbitrate(
     hops = policy.updates.arbitration_hops
     by_id = {r.memory.id: r for r in ranked}
     notes: dict[str, str] = {}
-    # every user turn known here (ranked, candidates, versions), in time order: the
-    # latest one before an assistant's reply is the turn it answers
-    known = {m.id: m for m in memories.values()} | {r.memory.id: r.memory for r in ranked}
-    users = sorted(
-        ((m.created_at, m.id) for m in known.values() if not _by_assistant(m)),
-    )
-
-    def answered(reply: Memory) -> Memory | None:
-        at = bisect.bisect_right(users, (reply.created_at, reply.id)) - 1
-        return known[users[at][1]] if at >= 0 else None
-
+    # what a reply answers, among every turn known here (ranked, candidates, versions)
+    answered = _answered_by({**memories, **{r.memory.id: r.memory for r in ranked}}.values())
     olders = sorted(
         (cid for cid in candidates if cid in links and cid in memories),
         key=lambda cid: -candidates[cid].relevance,
