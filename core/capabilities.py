@@ -26,14 +26,17 @@ from .ports import (
     FindsNeighbors,
     HandsOutVectors,
     KeepsEmbeddings,
+    KeptSearch,
     KnowsCreatedTimes,
     KnowsHashes,
     KnowsRecentWrites,
+    LexicalIndex,
     PurgesLog,
     QueuesWrites,
     ReadsForRecall,
     RecallReadsResult,
     RecordStore,
+    SearchesWithKept,
     SendsQueries,
     SentQuery,
     TouchesMany,
@@ -66,6 +69,7 @@ LastWrite = Callable[[str], datetime | None]
 Together = Callable[[], AbstractContextManager[None]]
 StoredHashes = Callable[[str, Iterable[str]], set[str]]
 NewestActive = Callable[[str, int], list[Memory]]
+SearchKept = Callable[[str, str, int], KeptSearch]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,7 @@ class Capabilities:
     newest_active: NewestActive | None = None  # KnowsRecentWrites (store)
     together: Together | None = None  # BatchesWrites (store)
     stored_hashes: StoredHashes | None = None  # KnowsHashes (store)
+    search_kept: SearchKept | None = None  # SearchesWithKept (the store as lexical index)
 
 
 def _has(obj: object, name: str) -> bool:
@@ -97,8 +102,12 @@ def _has(obj: object, name: str) -> bool:
     return callable(getattr(obj, name, None))
 
 
-def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
+def resolve(
+    store: RecordStore, vectors: VectorIndex, lexical: LexicalIndex | None = None
+) -> Capabilities:
     """Look each optional feature up once (see core/ports.py for what each one means).
+    `search_kept` counts only where the lexical index is the store itself: the
+    embeddings it hands out must be the store's.
 
     Each present feature is held as a function that calls the method on the object as
     usual, so the object keeps the last word on what runs (a wrapper forwarding to the
@@ -164,6 +173,10 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
     def stored_hashes(namespace: str, digests: Iterable[str]) -> set[str]:
         return cast(KnowsHashes, store).stored_hashes(namespace, digests)
 
+    def search_kept(namespace: str, query: str, k: int) -> KeptSearch:
+        return cast(SearchesWithKept, store).search_kept(namespace, query, k)
+
+    in_store = lexical is not None and lexical is cast(object, store)
     return Capabilities(
         store_remote=bool(getattr(store, "remote", False)),
         index_remote=bool(getattr(vectors, "remote", False)),
@@ -183,4 +196,5 @@ def resolve(store: RecordStore, vectors: VectorIndex) -> Capabilities:
         newest_active=newest_active if recent else None,
         together=together if _has(store, "together") else None,
         stored_hashes=stored_hashes if _has(store, "stored_hashes") else None,
+        search_kept=search_kept if in_store and _has(store, "search_kept") else None,
     )

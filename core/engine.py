@@ -125,7 +125,7 @@ class MemoryEngine:
         check_embedder: bool = True,
         synthesizer: Synthesizer | None = None,
     ) -> None:
-        caps = capabilities.resolve(store, vectors)
+        caps = capabilities.resolve(store, vectors, lexical)
         # the REM cycle's LLM (None: the extractive synthesizer, no LLM)
         self.synthesizer = synthesizer
         # recall's access reinforcement, written behind the caller when
@@ -190,8 +190,8 @@ class MemoryEngine:
 
     def _replace(self, **changes: Any) -> None:
         ctx = replace(self._ctx, **changes)
-        if "store" in changes or "vectors" in changes:
-            ctx = replace(ctx, caps=capabilities.resolve(ctx.store, ctx.vectors))
+        if changes.keys() & {"store", "vectors", "lexical"}:
+            ctx = replace(ctx, caps=capabilities.resolve(ctx.store, ctx.vectors, ctx.lexical))
         self._wire(ctx)
 
     # the background workers' callbacks: they read the engine's context as it is now

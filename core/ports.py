@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -316,6 +316,22 @@ class ReadsForRecall(Protocol):
         embeddings: bool = False,
         degrees: bool = False,
     ) -> RecallReadsResult: ...
+
+
+class KeptSearch(NamedTuple):
+    """A lexical search's hits, with their kept embeddings (a hit without one absent)."""
+
+    hits: list[LexicalHit]
+    embeddings: dict[str, Vector]
+
+
+@runtime_checkable
+class SearchesWithKept(Protocol):
+    """A lexical index inside the record store (SQLiteStore): the rows its hits' ids are
+    read from hold their kept embeddings too, so recall gets them in the same read
+    instead of a second one."""
+
+    def search_kept(self, namespace: str, query: str, k: int) -> KeptSearch: ...
 
 
 @runtime_checkable

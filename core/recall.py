@@ -195,15 +195,12 @@ class RecallPath:
                 if not index_outage(e):
                     raise
                 lexical_alone(ns, e)
-                return [], self.reads.lexical_side(
-                    ns, list(ctx.lexical.search(ns, query, pool)), qvec, context
-                )
+                return [], self.reads.lexical_side(ns, query, pool, qvec, context)
         dense_future: Future[list[VectorHit]] | None = None
         if sent is None:
             dense_future = ctx.pool.submit(ctx.vectors.query, ns, qvec, asked)
         try:
-            lexical = list(ctx.lexical.search(ns, query, pool))
-            side = self.reads.lexical_side(ns, lexical, qvec, context)
+            side = self.reads.lexical_side(ns, query, pool, qvec, context)
         except BaseException:
             if sent is not None:
                 sent.cancel()

@@ -83,11 +83,12 @@ class CandidateReads:
         return NetworkReads(ctx) if ctx.caps.index_remote else LocalReads(ctx)
 
     def lexical_side(
-        self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
+        self, ns: str, query: str, k: int, qvec: Vector, context: bool
     ) -> LexicalSide:
-        """What the lexical hits alone decide, done while the dense query runs: their
-        cosines from the embeddings kept beside the records (a lexical-only candidate
-        needs its cosine) and, for conversation context, when they were observed."""
+        """The lexical channel's `k` best hits, and what they alone decide, done while the
+        dense query runs: their cosines from the embeddings kept beside the records (a
+        lexical-only candidate needs its cosine) and, for conversation context, when they
+        were observed."""
         raise NotImplementedError
 
     def context_inputs(
@@ -185,18 +186,23 @@ class CandidateReads:
 
 
 class LocalReads(CandidateReads):
-    """An in-process index: read records only as far as ranking needs them."""
+    """An in-process index: the lexical hits' records are read while the dense query
+    runs (it takes longer than the lexical channel, so they cost no wall time, and most
+    are read later anyway); the dense hits' records only as far as ranking needs them."""
 
     def lexical_side(
-        self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
+        self, ns: str, query: str, k: int, qvec: Vector, context: bool
     ) -> LexicalSide:
-        side = LexicalSide(hits, {}, {}, {}, {}, {})
-        ids = [h.id for h in hits]
-        if not ids:
-            return side
-        self._kept_cosines_of(ns, ids, qvec, side)
-        if context:
-            side.times.update(self.created_times(ns, ids, {}))
+        search_kept = self.ctx.caps.search_kept
+        if search_kept is not None:  # the hits' rows hold their embeddings
+            found = search_kept(ns, query, k)
+            side = LexicalSide(found.hits, {}, {}, {}, {}, found.embeddings)
+            side.cosines.update(kept_cosines(qvec, found.embeddings))
+        else:
+            side = LexicalSide(list(self.ctx.lexical.search(ns, query, k)), {}, {}, {}, {}, {})
+            self._kept_cosines_of(ns, [h.id for h in side.hits], qvec, side)
+        if side.hits:
+            side.early.update(self.ctx.read(ns, [h.id for h in side.hits]))
         return side
 
     def context_inputs(
@@ -217,10 +223,10 @@ class NetworkReads(CandidateReads):
     degrees in one round trip."""
 
     def lexical_side(
-        self, ns: str, hits: list[LexicalHit], qvec: Vector, context: bool
+        self, ns: str, query: str, k: int, qvec: Vector, context: bool
     ) -> LexicalSide:
-        side = LexicalSide(hits, {}, {}, {}, {}, {})
-        ids = [h.id for h in hits]
+        side = LexicalSide(list(self.ctx.lexical.search(ns, query, k)), {}, {}, {}, {}, {})
+        ids = [h.id for h in side.hits]
         if not ids:
             return side
         together = self.ctx.caps.recall_reads

@@ -168,7 +168,8 @@ def cosine_to(query: NDArray[np.float32], rows: NDArray[np.float32]) -> list[flo
     m = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
     sims = (m @ q) / np.where(norms > 0, norms, 1.0)
-    return [float(min(1.0, max(-1.0, s))) for s in sims]
+    out: list[float] = np.clip(sims, -1.0, 1.0).tolist()
+    return out
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

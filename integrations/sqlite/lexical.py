@@ -227,10 +227,13 @@ class FullText:
     # --- search ---------------------------------------------------------------------------
 
     def top(
-        self, conn: sqlite3.Connection, ns: str, terms: Sequence[str], k: int
-    ) -> list[tuple[str, float]]:
-        """(memory id, BM25 score) of the best `k` active texts for `terms`, best first;
-        ties by record seq (insertion order), as every tier breaks them."""
+        self, conn: sqlite3.Connection, ns: str, terms: Sequence[str], k: int,
+        columns: Sequence[str] = (),
+    ) -> list[tuple[Any, ...]]:
+        """(memory id, BM25 score, *`columns` of its row) of the best `k` active texts for
+        `terms`, best first; ties by record seq (insertion order), as every tier breaks
+        them. The ids come from one read of the hits' rows, so other columns of them cost
+        next to nothing more there (recall takes the kept embeddings)."""
         if self._outer and (self._pending or self._stats):
             self.flush(conn)  # a search inside `together` sees the writes before it
         row = conn.execute(
@@ -241,11 +244,18 @@ class FullText:
         best = search(conn, int(row[0]), int(row[1]), float(row[2]), terms, k)
         if not best.seqs:
             return []
-        ids = dict(conn.execute(
-            f"SELECT seq, id FROM memories WHERE seq IN ({marks(len(best.seqs))})",
-            tuple(best.seqs),
-        ).fetchall())
-        return [(str(ids[s]), sc) for s, sc in zip(best.seqs, best.scores, strict=True)]
+        extra = "".join(f", {c}" for c in columns)
+        rows = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                f"SELECT seq, id{extra} FROM memories WHERE seq IN ({marks(len(best.seqs))})",
+                tuple(best.seqs),
+            )
+        }
+        return [
+            (str(rows[s][0]), sc, *rows[s][1:])
+            for s, sc in zip(best.seqs, best.scores, strict=True)
+        ]
 
 
 # --------------------------------------------------------------------------- blocks

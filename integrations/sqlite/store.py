@@ -34,11 +34,11 @@ from reverie.core.codec import DECODED_RECORDS, DecodedRecords, memory_to_dict
 from reverie.core.errors import InvalidInput
 from reverie.core.models import Edge, EdgeType, Memory, Status, Tier, validate_namespace
 from reverie.core.policy import DEFAULT_POLICY
-from reverie.core.ports import LexicalHit, WriteBatch
+from reverie.core.ports import KeptSearch, LexicalHit, WriteBatch
 from reverie.core.scoring import reinforce
 from reverie.core.text import content_hash, query_terms
 from reverie.integrations.id_batches import unique as _unique
-from reverie.integrations.kept_vectors import from_bytes, to_bytes
+from reverie.integrations.kept_vectors import from_bytes_many, to_bytes
 from reverie.integrations.sqlite import leases, records
 from reverie.integrations.sqlite.database import Database, chunks, fits_one_list, marks
 from reverie.integrations.sqlite.lexical import FullText
@@ -299,7 +299,7 @@ class SQLiteStore:
     def embeddings(self, namespace: str, ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The embeddings kept beside the records (ids without one are absent)."""
         rows = self._column_of(namespace, ids, "embedding", "AND embedding IS NOT NULL")
-        return {memory_id: from_bytes(blob) for memory_id, blob in rows}
+        return dict(zip((i for i, _ in rows), from_bytes_many([b for _, b in rows]), strict=True))
 
     def created_times(self, namespace: str, ids: Iterable[str]) -> dict[str, datetime]:
         """When each memory was created, from the indexed column (no record decoded). Not
@@ -535,6 +535,22 @@ class SQLiteStore:
         with self._read() as conn:
             top = self._text.top(conn, ns, terms, int(k))
         return [LexicalHit(memory_id, score) for memory_id, score in top]
+
+    def search_kept(self, namespace: str, query: str, k: int) -> KeptSearch:
+        """`search`, with the hits' kept embeddings read from the rows the hits' ids come
+        from (`SearchesWithKept`): recall needs them for every lexical hit, and a second
+        read of the same rows costs more than the search."""
+        ns = validate_namespace(namespace)
+        terms = query_terms(query)
+        if not terms or k <= 0:
+            return KeptSearch([], {})
+        with self._read() as conn:
+            top = self._text.top(conn, ns, terms, int(k), ("embedding",))
+        kept = [(memory_id, blob) for memory_id, _, blob in top if blob is not None]
+        return KeptSearch(
+            [LexicalHit(memory_id, score) for memory_id, score, _ in top],
+            dict(zip((i for i, _ in kept), from_bytes_many([b for _, b in kept]), strict=True)),
+        )
 
     # --- meta, journal, lock (sqlite.leases) ----------------------------------------------
 

@@ -181,3 +181,30 @@ def test_store_keeps_vectors_per_namespace_and_refuses_bad_ones(tmp_path: Path) 
         with pytest.raises(InvalidInput):
             store.put_embeddings("a", {"x": np.array([np.inf, 1.0])})
         assert np.array_equal(store.embeddings("a", ["x"])["x"], va)
+
+
+def test_a_search_with_kept_rows_gives_the_hits_and_embeddings_of_separate_reads(
+    tmp_path: Path,
+) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        texts = ["the boiler in the basement", "the boiler was serviced", "a boiler quote",
+                 "new tyres for the car", "the boiler pressure is low again"]
+        mems = [make_memory(id=f"b{i}", namespace="a", text=t) for i, t in enumerate(texts)]
+        mems.append(make_memory(id="other", namespace="z", text="the boiler next door"))
+        for m in mems:
+            store.commit(WriteBatch(m.namespace, (m,)))
+        rng = np.random.default_rng(5)
+        store.put_embeddings("a", {
+            m.id: rng.standard_normal(6).astype(np.float32) for m in mems[:4]  # b4: none
+        })
+        store.put_embeddings("z", {"other": rng.standard_normal(6).astype(np.float32)})
+        found = store.search_kept("a", "boiler", 10)
+        hits = store.search("a", "boiler", 10)
+        assert found.hits == hits and {h.id for h in hits} == {"b0", "b1", "b2", "b4"}
+        kept = store.embeddings("a", [h.id for h in hits])
+        assert sorted(found.embeddings) == sorted(kept) == ["b0", "b1", "b2"]
+        for i, v in kept.items():
+            assert found.embeddings[i].dtype == np.float32
+            assert np.array_equal(found.embeddings[i], v)
+        assert store.search_kept("a", "?!", 10) == ([], {})  # no query terms
+        assert store.search_kept("a", "boiler", 0) == ([], {})

@@ -76,3 +76,20 @@ def test_replacing_the_index_resolves_its_features_again() -> None:
     assert [h.text for h in engine.recall("blue kettle", k=1)] == [
         "the blue kettle is in the cupboard"
     ]
+
+
+class LexicalStore(InMemoryStore):
+    """A store that is also the lexical index and hands out its hits' kept rows."""
+
+    def search_kept(self, namespace: str, query: str, k: int) -> Any:
+        return None
+
+
+def test_search_with_kept_rows_counts_only_where_the_store_is_the_lexical_index() -> None:
+    store, other = LexicalStore(), LexicalStore()
+    assert resolve(store, InMemoryVectorIndex(), store).search_kept is not None  # type: ignore[arg-type]
+    # another object's embeddings need not be the store's: recall reads them separately
+    assert resolve(store, InMemoryVectorIndex(), other).search_kept is None  # type: ignore[arg-type]
+    assert resolve(store, InMemoryVectorIndex()).search_kept is None
+    plain = InMemoryStore()
+    assert resolve(plain, InMemoryVectorIndex(), plain).search_kept is None  # type: ignore[arg-type]

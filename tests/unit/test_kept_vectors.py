@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from reverie.core import InvalidInput
-from reverie.integrations.kept_vectors import from_bytes, to_bytes
+from reverie.integrations.kept_vectors import from_bytes, from_bytes_many, to_bytes
 
 
 def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -46,3 +46,17 @@ def test_the_float32_form_written_before_half_precision_still_reads() -> None:
 def test_a_vector_that_is_not_one_is_refused(bad: object) -> None:
     with pytest.raises(InvalidInput):
         to_bytes("m", bad)
+
+
+def test_many_blobs_read_at_once_equal_each_read_alone() -> None:
+    vecs = _unit(np.random.default_rng(3), 5, 8)
+    halves = [to_bytes(f"m{i}", v) for i, v in enumerate(vecs)]
+    wide = to_bytes("big", np.array([70_000.0, *vecs[0][1:]], dtype=np.float32))
+    old = vecs[1].astype("<f4").tobytes()  # the float32 form of older files
+    for blobs in (halves, [*halves, wide], [old, *halves]):
+        together = from_bytes_many(blobs)
+        alone = [from_bytes(b) for b in blobs]
+        assert len(together) == len(blobs)
+        for a, b in zip(together, alone, strict=True):
+            assert a.dtype == np.float32 and np.array_equal(a, b)
+    assert from_bytes_many([]) == []
