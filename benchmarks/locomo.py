@@ -47,8 +47,10 @@ def run(
     embedder = embedder or MemoEmbedder(LocalEmbedder())
     policies: dict[str, Policy] = {
         "reverie": Policy(),
-        # the seed design's numbers: alpha 0.7, a hard decay floor, no speaker preference
-        "seed-policy": Policy(alpha=0.7, floor_bypass_relevance=1.0, speaker_weight=0.0),
+        # the seed design's numbers: alpha 0.7, a hard decay floor, no speaker preference,
+        # no neighbouring turns
+        "seed-policy": Policy(alpha=0.7, floor_bypass_relevance=1.0, speaker_weight=0.0,
+                              neighbour_weight=0.0),
         # relevance only: no decay in the score, no floor
         "relevance-only": Policy(alpha=1.0, decay_floor=0.0),
     }

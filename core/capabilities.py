@@ -30,6 +30,7 @@ from .ports import (
     KnowsCreatedTimes,
     KnowsHashes,
     KnowsRecentWrites,
+    KnowsWriteOrder,
     LexicalIndex,
     PurgesLog,
     QueuesWrites,
@@ -70,6 +71,7 @@ Together = Callable[[], AbstractContextManager[None]]
 StoredHashes = Callable[[str, Iterable[str]], set[str]]
 NewestActive = Callable[[str, int], list[Memory]]
 SearchKept = Callable[[str, str, int], KeptSearch]
+WrittenAround = Callable[[str, str, int], list[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,7 @@ class Capabilities:
     together: Together | None = None  # BatchesWrites (store)
     stored_hashes: StoredHashes | None = None  # KnowsHashes (store)
     search_kept: SearchKept | None = None  # SearchesWithKept (the store as lexical index)
+    written_around: WrittenAround | None = None  # KnowsWriteOrder (store)
 
 
 def _has(obj: object, name: str) -> bool:
@@ -176,6 +179,9 @@ def resolve(
     def search_kept(namespace: str, query: str, k: int) -> KeptSearch:
         return cast(SearchesWithKept, store).search_kept(namespace, query, k)
 
+    def written_around(namespace: str, memory_id: str, n: int) -> list[str]:
+        return cast(KnowsWriteOrder, store).written_around(namespace, memory_id, n)
+
     in_store = lexical is not None and lexical is cast(object, store)
     return Capabilities(
         store_remote=bool(getattr(store, "remote", False)),
@@ -197,4 +203,5 @@ def resolve(
         together=together if _has(store, "together") else None,
         stored_hashes=stored_hashes if _has(store, "stored_hashes") else None,
         search_kept=search_kept if in_store and _has(store, "search_kept") else None,
+        written_around=written_around if _has(store, "written_around") else None,
     )

@@ -335,6 +335,15 @@ class SearchesWithKept(Protocol):
 
 
 @runtime_checkable
+class KnowsWriteOrder(Protocol):
+    """The memories written just before and after one in its namespace (any status), in
+    the order they were first written: a conversation's neighbouring turns (both tiers
+    number every new record of a namespace in order)."""
+
+    def written_around(self, namespace: str, memory_id: str, n: int) -> list[str]: ...
+
+
+@runtime_checkable
 class KnowsCreatedTimes(Protocol):
     """When each record was created, without decoding records (conversation context)."""
 

@@ -11,10 +11,11 @@ networked tier) is one seam: core/recall_reads.py.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .arbitration import (
 from .clock import utc
 from .context import EngineContext
 from .errors import BackendUnavailable, InvalidInput, InvalidVector
-from .models import Kind, Memory, Status, parse_kind
+from .models import Kind, Memory, Status, Tier, parse_kind
 from .packing import pack
 from .policy import Policy
 from .ports import SentQuery, Vector, VectorHit
@@ -163,6 +164,7 @@ class RecallPath:
         candidates, memories, ranked = self._first_ranking(
             ns, req, qvec, dense, side, asked, context
         )
+        candidates, ranked = self._neighbours(ns, ranked, candidates, memories, req)
         ranked = self._expand(ns, ranked, candidates, memories, req)
         settled = self._arbitrate(ns, ranked, candidates, memories, req, side)
         replies = replies_below(settled.ranked, req.k, self.ctx.policy)
@@ -302,6 +304,59 @@ class RecallPath:
             ):
                 break
         return memories, ranked
+
+    def _neighbours(
+        self,
+        ns: str,
+        ranked: list[Ranked],
+        candidates: dict[str, Candidate],
+        memories: dict[str, Memory],
+        req: RecallRequest,
+    ) -> tuple[dict[str, Candidate], list[Ranked]]:
+        """The turns written just before and after the best hit, observed within the
+        context window of it (`Policy.retrieval.neighbour_turns`), close `neighbour_weight`
+        of their relevance's distance to the best hit's: the answer to what the best hit
+        tells of is often the next turn, which shares no word with the question. Their own
+        relevance still orders them among themselves. The lent part is the hit's `context`
+        in its explanation."""
+        policy = self.ctx.policy.retrieval
+        around = self.ctx.caps.written_around
+        w = policy.neighbour_weight
+        if around is None or policy.neighbour_turns <= 0 or w <= 0 or not ranked:
+            return candidates, ranked
+        best = ranked[0]
+        top = best.candidate.relevance
+        # a guess from position stays below the best matches: strictly below the
+        # relevance of the `neighbour_below`-th hit
+        below = policy.neighbour_below
+        cap = math.nextafter(ranked[below - 1].candidate.relevance, 0.0) if (
+            0 < below <= len(ranked)) else top
+        ids = [i for i in around(ns, best.memory.id, policy.neighbour_turns)
+               if i not in candidates or candidates[i].relevance < top]
+        if not ids:
+            return candidates, ranked
+        unread = [i for i in ids if i not in memories]
+        if unread:
+            memories.update(self.ctx.read(ns, unread))
+        window = timedelta(seconds=policy.context_window_seconds)
+        lifted: dict[str, Candidate] = {}
+        for i in ids:
+            m = memories.get(i)
+            if m is None or m.tier is not Tier.TRACE:
+                continue
+            if abs(m.created_at - best.memory.created_at) > window:
+                continue
+            own = candidates.get(i) or Candidate(i, 0.0, 0.0, 0.0)
+            lent = min(w * (top - own.relevance), max(0.0, cap - own.relevance))
+            if lent <= 0:
+                continue
+            lifted[i] = own._replace(relevance=own.relevance + lent, context=own.context + lent)
+        if not lifted:
+            return candidates, ranked
+        placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
+        out = [r for r in ranked if r.memory.id not in lifted] + placed
+        out.sort(key=ranking_key)
+        return candidates | lifted, out
 
     def _expand(
         self,

@@ -149,6 +149,15 @@ class InMemoryStore:
             if (st is None or m.status in st) and (ti is None or m.tier in ti):
                 yield m
 
+    def written_around(self, namespace: str, memory_id: str, n: int) -> list[str]:
+        with self._lock:
+            if n <= 0 or (namespace, memory_id) not in self._order:
+                return []
+            ids = sorted((o, i) for (ns, i), o in self._order.items() if ns == namespace)
+            at = [i for _, i in ids].index(memory_id)
+            before = [i for _, i in ids[max(0, at - n) : at]]
+            return [*reversed(before), *(i for _, i in ids[at + 1 : at + 1 + n])]
+
     def count(self, namespace: str) -> dict[str, int]:
         ms = self._ns(namespace)
         out = {f"status:{s.value}": 0 for s in Status} | {f"tier:{t.value}": 0 for t in Tier}

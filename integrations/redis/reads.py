@@ -239,6 +239,22 @@ def newest_active(keys: NamespaceKeys, limit: int) -> Steps[list[Memory]]:
     return [found[i] for i in reversed(ids) if i in found and found[i].is_active]
 
 
+def written_around(keys: NamespaceKeys, memory_id: str, n: int) -> Steps[list[str]]:
+    """Up to `n` ids written before `memory_id` and `n` after it, nearest first each way:
+    its neighbours in the namespace's seq order (`all`: every memory, any status), as
+    SQLite reads its seq index. Nothing for an unknown id."""
+    if n <= 0:
+        return []
+    at = yield ("zrank", keys.all, memory_id)
+    if at is None:
+        return []
+    at = int(at)
+    span = list((yield ("zrange", keys.all, max(0, at - n), at + n)))
+    before = [str(i) for i in span[: at - max(0, at - n)]]
+    after = [str(i) for i in span[at - max(0, at - n) + 1 :]]
+    return [*reversed(before), *after]
+
+
 # --- what a write reads ------------------------------------------------------------------
 
 

@@ -504,6 +504,11 @@ class RedisStore:
         self._guard(lambda: self._client.zadd(keys.wrote, {LAST_WRITE: latest}, gt=True))
         return from_micros(latest)
 
+    def written_around(self, namespace: str, memory_id: str, n: int) -> list[str]:
+        """Up to `n` memories written before `memory_id` and `n` after it, any status,
+        nearest first each way (`KnowsWriteOrder`)."""
+        return self._guard(self._run, reads.written_around(self._keys(namespace), memory_id, n))
+
     def newest_active(self, namespace: str, limit: int) -> list[Memory]:
         """The `limit` most recently inserted active memories, oldest first, read from the
         end of the active set (`KnowsRecentWrites`)."""

@@ -334,6 +334,29 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None or row[0] is None else from_micros(int(row[0]))
 
+    def written_around(self, namespace: str, memory_id: str, n: int) -> list[str]:
+        """The ids of up to `n` memories written before `memory_id` in its namespace and
+        `n` after it, any status, nearest first each way (`KnowsWriteOrder`): records keep
+        their first write's seq. None for an unknown id."""
+        ns = validate_namespace(namespace)
+        if n <= 0:
+            return []
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT seq FROM memories WHERE namespace = ? AND id = ?", (ns, memory_id)
+            ).fetchone()
+            if row is None:
+                return []
+            before = conn.execute(
+                "SELECT id FROM memories WHERE namespace = ? AND seq < ? "
+                "ORDER BY seq DESC LIMIT ?", (ns, row[0], int(n)),
+            ).fetchall()
+            after = conn.execute(
+                "SELECT id FROM memories WHERE namespace = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?", (ns, row[0], int(n)),
+            ).fetchall()
+        return [str(r[0]) for r in (*before, *after)]
+
     def newest_active(self, namespace: str, limit: int) -> list[Memory]:
         """The `limit` most recently inserted active memories, oldest first, read from
         the end of the namespace (`KnowsRecentWrites`)."""

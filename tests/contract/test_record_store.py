@@ -607,3 +607,26 @@ def test_meta_round_trip(record_store: RecordStore) -> None:
     record_store.set_meta("embedder", "bge-small/384")
     assert record_store.get_meta("embedder") == "bge-small/384"
 
+
+
+def test_the_memories_written_around_one_are_its_neighbours_in_write_order(
+    record_store: RecordStore,
+) -> None:
+    store = cast(Any, record_store)
+    for i in range(1, 6):
+        put(record_store, make_memory(id=f"t{i}"))
+        put(record_store, make_memory(id=f"x{i}", namespace="other"))  # interleaved
+    t3 = record_store.get("ns", "t3")
+    assert t3 is not None
+    put(record_store, t3.evolve(status=Status.CONSOLIDATED))  # any status; its place kept
+    t2 = record_store.get("ns", "t2")
+    assert t2 is not None
+    put(record_store, t2.evolve(text="memory two, told again"))  # a new version keeps it too
+    assert store.written_around("ns", "t3", 2) == ["t2", "t1", "t4", "t5"]  # nearest first
+    assert store.written_around("ns", "t3", 1) == ["t2", "t4"]
+    assert store.written_around("ns", "t1", 2) == ["t2", "t3"]
+    assert store.written_around("ns", "t5", 3) == ["t4", "t3", "t2"]
+    assert store.written_around("other", "x2", 1) == ["x1", "x3"]
+    assert store.written_around("ns", "x2", 1) == []  # another namespace's memory
+    assert store.written_around("ns", "nobody", 2) == []
+    assert store.written_around("ns", "t3", 0) == []

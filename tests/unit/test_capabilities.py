@@ -38,6 +38,7 @@ def test_the_fakes_features_are_found_and_the_rest_are_absent() -> None:
     assert caps.stored_vectors is not None  # InMemoryVectorIndex has it
     assert caps.neighbors is None and caps.begin_query is None and caps.pending is None
     assert caps.recall_reads is None and caps.touch_many is None
+    assert caps.written_around is not None  # InMemoryStore keeps its write order
     assert caps.store_remote is False and caps.index_remote is False
 
 

@@ -75,10 +75,14 @@ def _pottery_chat(policy: Policy) -> tuple[str, list[str]]:
 
 
 def test_the_reply_to_a_matching_question_is_recalled() -> None:
-    answer, top = _pottery_chat(Policy(context_weight=0.2))
+    answer, top = _pottery_chat(Policy(context_weight=0.2, neighbour_weight=0.0))
     assert answer in top
-    answer, top = _pottery_chat(Policy(context_weight=0.0))  # the same chat without context
+    # the same chat without context, by time or by the order turns were written
+    answer, top = _pottery_chat(Policy(context_weight=0.0, neighbour_weight=0.0))
     assert answer not in top
+    # the next turn alone lifts it (unbounded by the best hits: only 3 are asked for)
+    answer, top = _pottery_chat(Policy(context_weight=0.0, neighbour_below=0))
+    assert answer in top
 
 
 @settings(max_examples=200)

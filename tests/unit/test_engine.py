@@ -146,10 +146,14 @@ def test_a_faded_memory_returns_only_for_a_strong_match(engine: MemoryEngine) ->
     strong = {h.id: h for h in engine.recall("lunch sandwich", k=10, reinforce=False)}
     assert strong[faint.id].explanation.decay == pytest.approx(0.025)
     assert strong[faint.id].explanation.relevance >= 0.3
-    # a query it barely matches (relevance under 0.3) does not bring it back
+    # a query it barely matches (relevance under 0.3) does not bring it back...
     query = "sandwich quarterly report is due on friday"
+    lent = {h.id: h for h in engine.recall(query, k=10, reinforce=False)}
+    # ...unless as the turn written next to the best hit, which lends it relevance
+    assert lent[faint.id].explanation.context > 0
+    engine.policy = engine.policy.replace(neighbour_weight=0.0)
     weak = engine.recall(query, k=10, reinforce=False)
-    fresh = make_engine(Policy(decay_floor=0.0))  # what its relevance would be, unfiltered
+    fresh = make_engine(Policy(decay_floor=0.0, neighbour_weight=0.0))  # its own relevance
     fresh.observe("lunch was a sandwich", importance=0.2)
     fresh.observe("the quarterly report is due on friday")
     unfiltered = {h.text: h for h in fresh.recall(query, k=10)}
@@ -206,6 +210,7 @@ def test_explanations_carry_every_term(engine: MemoryEngine) -> None:
 
 def test_graph_expansion_reaches_a_memory_sharing_an_entity(engine: MemoryEngine) -> None:
     a = engine.observe("Caroline went to the LGBTQ support group")
+    clock(engine).advance(seconds=300)  # not the next turn of one conversation
     b = engine.observe("Caroline adopted a dog named Biscuit")
     hits = engine.recall("support group meeting", k=5, reinforce=False)
     by_id = {h.id: h for h in hits}
