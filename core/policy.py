@@ -297,12 +297,12 @@ class RetrievalPolicy:
     context_window_seconds: float = _num(120.0)
     context_seeds: int = _num(20)
     # The turns written just before and after the best hit, within the context window
-    # (`neighbour_turns` each way), rank at least at `neighbour_weight` x its relevance,
-    # matched by a channel or not: the answer is often the next turn of the same speaker
-    # ("We celebrated my daughter's birthday with a concert" / "It was Matt Patterson"),
-    # which shares no word with the question. Higher puts them above more of the other
-    # matches (LoCoMo's tuning half: R@10 0.749 / 0.763 / 0.758 at 0.5 / 0.7 / 0.85; one
-    # turn each way at 0.8: 0.743); 0 turns it off.
+    # (`neighbour_turns` each way), close `neighbour_weight` of their relevance's distance
+    # to the best hit's, matched by a channel or not: the answer is often the next turn of
+    # the same speaker ("We celebrated my daughter's birthday with a concert" / "It was
+    # Matt Patterson"), which shares no word with the question. Higher puts them above
+    # more of the other matches (LoCoMo's tuning half, unbounded: R@10 0.757 / 0.762 /
+    # 0.761 at 0.5 / 0.7 / 0.8; one turn each way: 0.740); 0 turns it off.
     neighbour_turns: int = _num(2)
     neighbour_weight: float = _num(0.7, _UNIT)
     # ...but below the `neighbour_below` best hits: a guess from position does not push a

@@ -4,7 +4,8 @@ The steps, in order: validate the request (`RecallRequest`), embed the query, ru
 dense and lexical channels side by side, fuse them, lend relevance from the
 conversation around the strongest matches (or fetch the cosines a lexical-only
 candidate needs to reach the top), read records only as far as the top k needs,
-expand over the graph, explain each hit, pack into a token budget, then reinforce
+lift the best hit's neighbouring turns toward it, expand over the graph, place newer
+versions above older ones, explain each hit, pack into a token budget, then reinforce
 what was recalled. How records are read (by need in-process, in bulk from a
 networked tier) is one seam: core/recall_reads.py.
 """

@@ -1,7 +1,8 @@
 """How recall reads what it ranks: candidates' records, creation times, kept embeddings.
 
-One seam separates the two deployments. An index in this process answers its query in
-microseconds, so recall reads records only as far as ranking needs them (`LocalReads`).
+One seam separates the two deployments. With an index in this process, recall reads the
+lexical hits' records while the vector query runs and the dense hits' only as far as
+ranking needs them (`LocalReads`).
 An index on a server (`remote`) keeps recall waiting on a round trip anyway, so recall
 reads in bulk while the query is on the wire, and one bulk read on a networked store
 beats two or three reads by need (`NetworkReads`). Both give the same records, times
