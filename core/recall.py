@@ -351,7 +351,8 @@ class RecallPath:
             lent = min(w * (top - own.relevance), max(0.0, cap - own.relevance))
             if lent <= 0:
                 continue
-            lifted[i] = own._replace(relevance=own.relevance + lent, context=own.context + lent)
+            lifted[i] = Candidate(i, own.dense, own.lexical, own.relevance + lent, own.hops,
+                                  own.via, own.context + lent)
         if not lifted:
             return candidates, ranked
         placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
