@@ -55,6 +55,9 @@ from .retrieval import (
 from .scoring import importance_score
 from .text import names_asked
 
+# below a bound by this much per unit of their own relevance missing, so that neighbours
+# held at one bound do not tie (an exact tie would be broken by random memory ids)
+_AT_BOUND = 1e-9
 _MIN_READ_STEP = 10  # candidates read per round trip at least, however small k is
 
 
@@ -348,7 +351,10 @@ class RecallPath:
             if abs(m.created_at - best.memory.created_at) > window:
                 continue
             own = candidates.get(i) or Candidate(i, 0.0, 0.0, 0.0)
-            lent = min(w * (top - own.relevance), max(0.0, cap - own.relevance))
+            raised = own.relevance + w * (top - own.relevance)
+            if raised >= cap:  # held at the bound, in the order of their own relevance
+                raised = cap - _AT_BOUND * (1.0 - own.relevance)
+            lent = raised - own.relevance
             if lent <= 0:
                 continue
             lifted[i] = Candidate(i, own.dense, own.lexical, own.relevance + lent, own.hops,

@@ -51,7 +51,6 @@ class LexicalSide(NamedTuple):
     hits: list[LexicalHit]
     cosines: dict[str, float]  # query cosine of hits whose embedding is kept
     early: dict[str, Memory]  # records already read
-    times: dict[str, datetime]  # created_at of hits, where records were not read
     degrees: dict[str, int]  # degrees already read
     vectors: dict[str, Vector]  # kept embeddings read (`caps.embeddings`), for arbitration
 
@@ -169,12 +168,10 @@ class CandidateReads:
         namespace: str,
         candidates: Iterable[str],
         read: Mapping[str, Memory],
-        known: Mapping[str, datetime] | None = None,
     ) -> dict[str, datetime]:
-        """When each candidate was observed: from `known` and records already read, and the
-        rest from the store's light `created_times` where it has one (else full records)."""
-        times = dict(known or {})
-        times.update((i, m.created_at) for i, m in read.items())
+        """When each candidate was observed: from records already read, and the rest from
+        the store's light `created_times` where it has one (else full records)."""
+        times = {i: m.created_at for i, m in read.items()}
         rest = [i for i in candidates if i not in times]
         if rest:
             light = self.ctx.caps.created_times
@@ -197,10 +194,10 @@ class LocalReads(CandidateReads):
         search_kept = self.ctx.caps.search_kept
         if search_kept is not None:  # the hits' rows hold their embeddings
             found = search_kept(ns, query, k)
-            side = LexicalSide(found.hits, {}, {}, {}, {}, found.embeddings)
+            side = LexicalSide(found.hits, {}, {}, {}, found.embeddings)
             side.cosines.update(kept_cosines(qvec, found.embeddings))
         else:
-            side = LexicalSide(list(self.ctx.lexical.search(ns, query, k)), {}, {}, {}, {}, {})
+            side = LexicalSide(list(self.ctx.lexical.search(ns, query, k)), {}, {}, {}, {})
             self._kept_cosines_of(ns, [h.id for h in side.hits], qvec, side)
         if side.hits:
             side.early.update(self.ctx.read(ns, [h.id for h in side.hits]))
@@ -215,7 +212,7 @@ class LocalReads(CandidateReads):
         side: LexicalSide,
     ) -> ContextInputs:
         seeds, read = self.context_seeds(ns, candidates, admit, side.early)
-        return ContextInputs(seeds, read, self.created_times(ns, candidates, read, side.times))
+        return ContextInputs(seeds, read, self.created_times(ns, candidates, read))
 
 
 class NetworkReads(CandidateReads):
@@ -226,7 +223,7 @@ class NetworkReads(CandidateReads):
     def lexical_side(
         self, ns: str, query: str, k: int, qvec: Vector, context: bool
     ) -> LexicalSide:
-        side = LexicalSide(list(self.ctx.lexical.search(ns, query, k)), {}, {}, {}, {}, {})
+        side = LexicalSide(list(self.ctx.lexical.search(ns, query, k)), {}, {}, {}, {})
         ids = [h.id for h in side.hits]
         if not ids:
             return side
