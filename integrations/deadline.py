@@ -10,7 +10,8 @@ left to finish (or not) on its own.
 While a call is still running past its deadline, the library is taken as stuck: every
 new call fails at once with the same error instead of queueing behind the stuck one,
 until that call returns. Worker threads are daemons, so a stuck one never keeps the
-process from exiting.
+process from exiting; `close` ends them (a stuck one once its call returns), so a
+process that opens and closes many engines keeps no idle workers behind.
 """
 
 from __future__ import annotations
@@ -44,11 +45,14 @@ class Bounded:
     def __init__(self, seconds: float, location: str) -> None:
         self.seconds = seconds
         self._location = location
-        self._tasks: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._tasks: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue())
         self._lock = threading.Lock()
         self._idle = 0  # workers waiting for a task
         self._stuck = 0  # calls still running past their deadline
         self._full = False  # the last failure was a full disk
+        self._workers = 0  # worker threads started and not yet told to end
+        self._closed = False
 
     def call(self, fn: Callable[[], T]) -> T:
         """`fn()`, or `DeadlineExceeded` (`StorageFull` after a full disk) once it has
@@ -61,6 +65,8 @@ class Bounded:
         its own in between); `wait` reads the answer under the deadline. Raises at once
         while an earlier call is still stuck."""
         with self._lock:
+            if self._closed:
+                raise BackendUnavailable(f"the {self._location} is closed")
             if self._stuck:
                 raise self._error(stuck=True)
             if self._idle:
@@ -68,6 +74,7 @@ class Bounded:
                 start = False
             else:
                 start = True
+                self._workers += 1
         future: Future[T] = Future()
         self._tasks.put((future, fn))
         if start:
@@ -88,9 +95,23 @@ class Bounded:
         with self._lock:
             self._stuck -= 1
 
+    def close(self) -> None:
+        """End every worker once the calls already queued have run; later calls raise
+        `BackendUnavailable`. A worker stuck in a call ends when that call returns."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers, self._workers = self._workers, 0
+        for _ in range(workers):
+            self._tasks.put(None)
+
     def _work(self) -> None:
         while True:
-            future, fn = self._tasks.get()
+            task = self._tasks.get()
+            if task is None:
+                return
+            future, fn = task
             if future.set_running_or_notify_cancel():
                 try:
                     result = fn()

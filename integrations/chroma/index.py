@@ -616,6 +616,9 @@ class ChromaIndex:
                         "the %s was left open: %s; its files are released when this "
                         "process ends", self._cols.location, e,
                     )
+            bounded = getattr(self._cols.client, "bounded", None)
+            if isinstance(bounded, Bounded):
+                bounded.close()  # its worker threads end with the index
 
     def __enter__(self) -> ChromaIndex:
         return self

@@ -145,3 +145,23 @@ def test_another_embedder_is_refused_by_an_existing_store(tmp_path: Path) -> Non
     open_engine(tmp_path / "h", embedder=LocalEmbedder()).close()
     with pytest.raises(DimensionMismatch, match="384"):
         open_engine(tmp_path / "h", embedder=Wider())  # type: ignore[arg-type]
+
+
+def test_closing_an_engine_ends_its_threads(tmp_path: Path) -> None:
+    """An application that opens and closes engines (one per tenant, one per job) keeps
+    no thread of a closed one: embedded Chroma's call workers end with the engine."""
+    import threading
+
+    before = set(threading.enumerate())
+    for i in range(3):
+        e = open_engine(tmp_path / f"home{i}", clock=ManualClock(T0))
+        e.observe_many([f"user: note number {n} about the garden" for n in range(20)])
+        e.recall("garden", k=3)
+        e.close()
+    from tests.servers import wait_until
+
+    def left() -> set[threading.Thread]:
+        # the model's progress-bar monitor (tqdm) is one per process, not per engine
+        return {t for t in threading.enumerate() if t.name != "tqdm_monitor"} - before
+
+    wait_until(lambda: not left(), "the closed engines' threads to end", interval=0.05)

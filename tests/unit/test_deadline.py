@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from reverie.core.errors import DeadlineExceeded, StorageFull
+from reverie.core.errors import BackendUnavailable, DeadlineExceeded, StorageFull
 from reverie.integrations.deadline import Bounded
 from tests.servers import wait_until
 
@@ -76,3 +76,38 @@ def test_concurrent_calls_run_side_by_side() -> None:
     out.append(bounded.call(lambda: meet(2)))
     other.join(30)
     assert sorted(out) == [1, 2]
+
+
+def _workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "reverie-index-call"]
+
+
+def test_close_ends_its_workers_and_refuses_later_calls() -> None:
+    """A process that opens and closes engines one after another must not keep one idle
+    worker thread per closed engine."""
+    before = set(_workers())
+    bounded = Bounded(30.0, "embedded Chroma at /x")
+    both = threading.Barrier(2, timeout=20)
+    other = threading.Thread(target=lambda: bounded.call(both.wait))
+    other.start()
+    bounded.call(both.wait)  # two calls at once: two workers
+    other.join(30)
+    assert len(set(_workers()) - before) == 2
+    bounded.close()
+    wait_until(lambda: not set(_workers()) - before, "the closed workers to end",
+               interval=0.02)
+    with pytest.raises(BackendUnavailable, match="closed"):
+        bounded.call(lambda: 1)
+
+
+def test_a_worker_stuck_at_close_ends_once_its_call_returns() -> None:
+    before = set(_workers())
+    bounded = Bounded(0.1, "embedded Chroma at /x")
+    release = threading.Event()
+    with pytest.raises(DeadlineExceeded):
+        bounded.call(lambda: release.wait(60))
+    bounded.close()
+    assert len(set(_workers()) - before) == 1  # still inside its call
+    release.set()
+    wait_until(lambda: not set(_workers()) - before, "the stuck worker to end",
+               interval=0.02)
