@@ -33,6 +33,7 @@ from .ports import (
     KnowsWriteOrder,
     LexicalIndex,
     PurgesLog,
+    QueriesMany,
     QueuesWrites,
     ReadsForRecall,
     RecallReadsResult,
@@ -62,6 +63,7 @@ CreatedTimes = Callable[[str, Iterable[str]], dict[str, datetime]]
 StoredVectors = Callable[[str, Sequence[str]], dict[str, Vector]]
 Neighbors = Callable[[str, Sequence[str], int], Mapping[str, Sequence[VectorHit]]]
 BeginQuery = Callable[[str, Vector, int], SentQuery | None]
+QueryMany = Callable[[str, Sequence[Vector], int], list[list[VectorHit]]]
 Pending = Callable[[str], int]
 EraseResidue = Callable[[bool], Mapping[str, object]]
 PurgeLog = Callable[[str, Sequence[str]], int]
@@ -88,6 +90,7 @@ class Capabilities:
     stored_vectors: StoredVectors | None = None  # HandsOutVectors
     neighbors: Neighbors | None = None  # FindsNeighbors
     begin_query: BeginQuery | None = None  # SendsQueries
+    query_many: QueryMany | None = None  # QueriesMany
     pending: Pending | None = None  # QueuesWrites
     erase_residue: EraseResidue | None = None  # ErasesResidue (store)
     purge_log: PurgeLog | None = None  # PurgesLog (index)
@@ -150,6 +153,9 @@ def resolve(
     def begin_query(namespace: str, vector: Vector, k: int) -> SentQuery | None:
         return sender.begin_query(namespace, vector, k)
 
+    def query_many(namespace: str, vecs: Sequence[Vector], k: int) -> list[list[VectorHit]]:
+        return cast(QueriesMany, vectors).query_many(namespace, vecs, k)
+
     def pending(namespace: str) -> int:
         return queue.pending(namespace)
 
@@ -194,6 +200,7 @@ def resolve(
         stored_vectors=stored_vectors if _has(vectors, "stored_vectors") else None,
         neighbors=neighbors if _has(vectors, "neighbors") else None,
         begin_query=begin_query if _has(vectors, "begin_query") else None,
+        query_many=query_many if _has(vectors, "query_many") else None,
         pending=pending if _has(vectors, "pending") else None,
         erase_residue=erase_residue if _has(store, "erase_residue") else None,
         purge_log=purge_log if _has(vectors, "purge_log") else None,

@@ -12,11 +12,12 @@ import dataclasses
 import heapq
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import updates
 from .context import EngineContext
@@ -56,6 +57,24 @@ class Recent:
     link: updates.Signals | None = None
 
 
+@dataclass(slots=True)
+class ChunkSearch:
+    """What the version search of one chunk of a bulk ingest knows beside the index: the
+    index's answers asked ahead of the chunk (`VersionLinks.ask_ahead`), by the id of the
+    memory whose vector was asked, and the chunk's own turns written so far, whose
+    vectors reach the index's queue only after the chunk. With both, a bulk import links
+    the versions that observing its turns one at a time links, however long the chunk."""
+
+    asked: dict[str, dict[str, float]] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
+    units: list[NDArray[np.float32]] = field(default_factory=list)
+
+    def written(self, memory_id: str, vec: Vector) -> None:
+        u = np.asarray(vec, dtype=np.float32)
+        self.ids.append(memory_id)
+        self.units.append(u / max(float(np.linalg.norm(u)), 1e-12))
+
+
 class VersionLinks:
     """The version search of one engine, with the recent turns it keeps per namespace."""
 
@@ -64,14 +83,15 @@ class VersionLinks:
         self._recent: OrderedDict[str, deque[Recent]] = OrderedDict()
 
     def candidates(
-        self, ns: str, p: Turn, vec: Vector
+        self, ns: str, p: Turn, vec: Vector, chunk: ChunkSearch | None = None
     ) -> tuple[dict[str, float], dict[str, float]] | None:
         """The earlier traces this one may be a newer version of: by its own cosine, and by
         the cosine of the intro turn just before it (for an elliptical update). Looked up
         only when the judgement could link anything at all (a change word, a preference,
         or an elliptical text after an intro turn), so a plain observe costs no query: the vector
         index's nearest (those indexed) and this engine's recent turns (their vectors may
-        still wait in the write-behind queue)."""
+        still wait in the write-behind queue). `chunk`: what a bulk ingest's chunk knows
+        beside the index (`ChunkSearch`)."""
         policy = self.ctx.policy.updates
         if not policy.detect_updates or p.assistant or policy.neighbours <= 0:
             return None
@@ -102,46 +122,128 @@ class VersionLinks:
         floor = policy.min_similarity if ask else max(
             policy.min_similarity, policy.typed_similarity
         )
-        own = self.near(ns, vec, recent, (), ask, floor)
+        own = self.near(ns, vec, recent, (), ask, floor, chunk, p.memory.id)
         lent: dict[str, float] = {}
         skip = {c.memory.id for c in context}
         for c in context:
-            for mid, sim in self.near(ns, c.vector, recent, skip, ask, floor).items():
+            # one intro may lend to several turns after it: asked once per chunk
+            near = self.near(ns, c.vector, recent, skip, ask, floor, chunk, c.memory.id)
+            for mid, sim in near.items():
                 lent[mid] = max(lent.get(mid, 0.0), sim)
         if not own and not lent:
             return None
         return own, lent
 
+    def ask_ahead(self, ns: str, chunk: Sequence[tuple[Turn, Vector]]) -> ChunkSearch:
+        """The index's answers a bulk ingest's chunk will ask for (`candidates`), asked
+        in one call (`indexed_many`), by the id of the memory whose vector is asked: each
+        turn with a change word or a preference, each short turn that may be an
+        elliptical update, and the intro turns before it that may lend it a subject. A
+        call into the index costs far more than one more query in it, and one intro
+        lends to every short turn after it."""
+        policy = self.ctx.policy.updates
+        if not policy.detect_updates or policy.neighbours <= 0:
+            return ChunkSearch()
+        wanted: dict[str, Vector] = {}
+        earlier: list[tuple[str, Vector, updates.Reading, datetime]] = [
+            (r.memory.id, r.vector, r.reading, r.memory.created_at)
+            for r in self._recent.get(ns, ()) if not r.assistant
+        ]
+        for p, vec in chunk:
+            if p.assistant:
+                continue
+            if updates.may_update(p.reading, self.ctx.policy) and (
+                p.reading.cue or p.reading.state
+            ):
+                wanted[p.memory.id] = vec
+            if len(p.reading.words) <= policy.elliptical_words and policy.context_turns > 0:
+                lenders = [
+                    (mid, v) for mid, v, reading, at in earlier[-policy.context_turns :]
+                    if at <= p.when
+                    and (p.when - at).total_seconds() <= policy.context_seconds
+                    and updates.introduces(reading, self.ctx.policy)
+                ]
+                if lenders:
+                    wanted[p.memory.id] = vec
+                    wanted.update(lenders)
+            earlier.append((p.memory.id, vec, p.reading, p.when))
+        ids = list(wanted)
+        answers = self.indexed_many(ns, [wanted[i] for i in ids])
+        return ChunkSearch(asked=dict(zip(ids, answers, strict=True)))
+
+    def indexed_many(self, ns: str, vecs: Sequence[Vector]) -> list[dict[str, float]]:
+        """The index's answer for each vector (as `near` takes it), in one call where
+        the index can (`QueriesMany`). An answer asked before a chunk of a bulk ingest
+        is written holds for the whole chunk: nothing the chunk writes is in the index
+        or its queue yet, and every earlier chunk's vectors are in one or the other (the
+        chunk's own earlier turns are found among the recent ones, at every turn)."""
+        if not vecs:
+            return []
+        policy = self.ctx.policy.updates
+        many = self.ctx.caps.query_many
+        if many is not None:
+            answers = many(ns, vecs, policy.neighbours)
+        else:
+            answers = [self.ctx.vectors.query(ns, v, policy.neighbours) for v in vecs]
+        return [
+            self._with_unwritten(ns, v, {h.id: h.similarity for h in hits
+                                         if h.similarity >= policy.min_similarity})
+            for v, hits in zip(vecs, answers, strict=True)
+        ]
+
+    def _with_unwritten(self, ns: str, vec: Vector, found: dict[str, float]) -> dict[str, float]:
+        """The index's top k for `vec` merged with the vectors still queued behind earlier
+        writes, as if they were written: which earlier turn an update is linked to must
+        not hang on how far the writer thread has got (the index's top k plus every
+        unwritten vector, cut to k, is the top k of the drained index)."""
+        policy = self.ctx.policy.updates
+        unwritten = self.ctx.indexer.unwritten(ns)
+        if not unwritten:
+            return found
+        q = np.asarray(vec, dtype=np.float32)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        for w in unwritten:
+            sims = w.units @ q
+            for j in np.flatnonzero(sims >= policy.min_similarity):
+                mid, sim = w.upserts[j].id, float(sims[j])
+                found[mid] = max(found.get(mid, -1.0), sim)
+        top = heapq.nlargest(policy.neighbours, found.items(), key=lambda kv: kv[1])
+        return dict(top)
+
     def near(
         self, ns: str, vec: Vector, recent: Sequence[Recent], skip: Iterable[str],
         ask: bool = True,
         floor: float | None = None,
+        chunk: ChunkSearch | None = None,
+        key: str | None = None,
     ) -> dict[str, float]:
         policy = self.ctx.policy.updates
         least = policy.min_similarity if floor is None else floor
         out: dict[str, float] = {}
         if ask:
-            # unfiltered, Chroma's fastest path (a `where` on status costs a metadata
-            # read per hit, and a fallback that lists every id once few are current):
-            # the records read in `link` are the truth, and drop retired versions
-            hits = self.ctx.vectors.query(ns, vec, policy.neighbours)
-            found = {h.id: h.similarity for h in hits if h.similarity >= least}
-            # the vectors still queued behind earlier writes count as if written: which
-            # earlier turn an update is linked to must not hang on how far the writer
-            # thread has got (the index's top k plus every unwritten vector, cut to k, is
-            # the top k of the drained index)
-            unwritten = self.ctx.indexer.unwritten(ns)
-            if unwritten:
+            indexed = chunk.asked.get(key) if chunk is not None and key is not None else None
+            if indexed is None:
+                # unfiltered, Chroma's fastest path (a `where` on status costs a metadata
+                # read per hit, and a fallback that lists every id once few are current):
+                # the records read in `link` are the truth, and drop retired versions
+                hits = self.ctx.vectors.query(ns, vec, policy.neighbours)
+                indexed = self._with_unwritten(
+                    ns, vec, {h.id: h.similarity for h in hits
+                              if h.similarity >= policy.min_similarity})
+                if chunk is not None and key is not None:
+                    chunk.asked[key] = indexed
+            if chunk is not None and chunk.ids:
+                # the chunk's turns written so far count as indexed, as they would be
+                # had each been observed alone; the top k of both is the index's top k
+                indexed = dict(indexed)
                 q = np.asarray(vec, dtype=np.float32)
-                q = q / max(float(np.linalg.norm(q)), 1e-12)
-                for w in unwritten:
-                    sims = w.units @ q
-                    for j in np.flatnonzero(sims >= least):
-                        mid, sim = w.upserts[j].id, float(sims[j])
-                        found[mid] = max(found.get(mid, -1.0), sim)
-                top = heapq.nlargest(policy.neighbours, found.items(), key=lambda kv: kv[1])
-                found = dict(top)
-            out.update(found)
+                sims = np.stack(chunk.units) @ (q / max(float(np.linalg.norm(q)), 1e-12))
+                for j in np.flatnonzero(sims >= policy.min_similarity):
+                    mid, sim = chunk.ids[j], float(sims[j])
+                    indexed[mid] = max(indexed.get(mid, -1.0), sim)
+                indexed = dict(heapq.nlargest(
+                    policy.neighbours, indexed.items(), key=lambda kv: kv[1]))
+            out.update((mid, sim) for mid, sim in indexed.items() if sim >= least)
         if recent:
             for r, sim in zip(recent, cosines(vec, [r.vector for r in recent]), strict=True):
                 if sim >= least and sim > out.get(r.memory.id, -1.0):

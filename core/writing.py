@@ -39,7 +39,7 @@ from .models import (
 from .ports import Synthesizer, Vector, WriteBatch
 from .scoring import next_confidence, qualifies_as_crystal
 from .text import content_hash, extract_entities, initial_importance, strip_speaker
-from .version_links import Recent, VersionLinks
+from .version_links import ChunkSearch, Recent, VersionLinks
 
 _ENTITIES_LINKED = 8  # entities of a new memory that get entity edges
 UPDATE_KEY = "reverie_update"  # metadata of a newer version: which memory, and why
@@ -129,7 +129,8 @@ class WritePath:
                 ctx.embed([p.memory.text for p in fresh]) if fresh else []
             )
             vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
-            out += self._write_chunk(ns, chunk, vecs, progress)
+            search = self.versions.ask_ahead(ns, [(p, vecs[id(p)]) for p in fresh])
+            out += self._write_chunk(ns, chunk, vecs, search, progress)
         return out
 
     def _fresh(self, ns: str, chunk: Sequence[Prepared]) -> list[Prepared]:
@@ -145,10 +146,12 @@ class WritePath:
         ns: str,
         chunk: Sequence[Prepared],
         vecs: Mapping[int, Vector],
+        search: ChunkSearch,
         progress: Callable[[int], None] | None,
     ) -> list[Memory]:
         """One chunk's writes (a store that can commits them once, `BatchesWrites`, each
-        write still atomic); the vectors are queued after it, outside."""
+        write still atomic); the vectors are queued after it, outside, so the version
+        search sees the chunk's own turns through `search`."""
         ctx = self.ctx
         out: list[Memory] = []
         pending: list[tuple[Memory, Vector]] = []
@@ -165,10 +168,11 @@ class WritePath:
                 else:
                     if vec is None:  # its twin was forgotten since the chunk began
                         vec = ctx.embed([p.memory.text])[0]
-                    stored, _superseded, created = self._write_trace(ns, p, vec)
+                    stored, _superseded, created = self._write_trace(ns, p, vec, search)
                     out.append(stored)
                     if created:
                         pending.append((stored, vec))
+                        search.written(stored.id, vec)
                 if progress is not None:
                     progress(1)
         vector_sync.index(ctx, ns, pending, behind=True)
@@ -211,11 +215,12 @@ class WritePath:
         return Prepared(memory, content_hash(text), src, when, assistant, updates.read(text))
 
     def _write_trace(
-        self, ns: str, p: Prepared, vec: Vector
+        self, ns: str, p: Prepared, vec: Vector,
+        chunk: ChunkSearch | None = None,
     ) -> tuple[Memory, Memory | None, bool]:
         store = self.ctx.store
         edges = self._entity_edges(ns, p.memory)
-        looked = self.versions.candidates(ns, p, vec)
+        looked = self.versions.candidates(ns, p, vec, chunk)
         judged: list[updates.Signals] = []  # the link's signals, of the attempt that wrote
 
         def attempt() -> tuple[Memory, Memory | None, bool]:

@@ -365,6 +365,47 @@ class ChromaIndex:
             pairs = self._cols.call(namespace, run)
         return _hits(pairs or [])
 
+    def query_many(
+        self, namespace: str, vectors: Sequence[Vector], k: int
+    ) -> list[list[VectorHit]]:
+        """The `k` nearest of each vector, unfiltered, in one call per batch (a call costs
+        far more than one more query in it): an optional capability (`QueriesMany`)."""
+        validate_namespace(namespace)
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise InvalidInput(f"k must be an integer, got {k!r}")
+        rows = [check_vector("<query>", v, namespace) for v in vectors]
+        if k <= 0 or not rows:
+            return [[] for _ in rows]
+        with self._cols.guard():
+            col = self._cols.get(namespace)
+            if col is None:
+                return [[] for _ in rows]
+            stored = self._cols.dimension(col)
+            for q in rows:
+                if q.shape[0] != stored:
+                    raise InvalidVector(
+                        f"query vector has dimension {q.shape[0]}, but namespace "
+                        f"{namespace!r} holds {stored}-dimensional vectors"
+                    )
+            out: list[list[VectorHit]] = []
+            size = self._cols.batch_size()
+            for s in chunks(len(rows), size):
+                batch = np.stack(rows[s])
+
+                def run(c: Any, batch: np.ndarray = batch) -> list[list[tuple[str, float]]]:
+                    r = self._query(c, batch, k, ["distances"])
+                    ids = r["ids"] or []
+                    dists = r["distances"] or []
+                    return [
+                        list(zip(i, np.asarray(d, dtype=np.float32).tolist(), strict=True))
+                        for i, d in zip(ids, dists, strict=True)
+                    ]
+
+                got = self._cols.call(namespace, run) or []
+                out += [_hits(pairs) for pairs in got]
+                out += [[] for _ in range(len(batch) - len(got))]
+        return out
+
     def begin_query(self, namespace: str, vector: Vector, k: int) -> SentQuery | None:
         """Send an unfiltered `query` to the server now and read its answer later
         (`SentQuery.result`), so the caller overlaps its own work with the server's
@@ -413,14 +454,16 @@ class ChromaIndex:
         include: list[str],
         where: dict[str, Any] | None = None,
     ) -> Mapping[str, Any]:
-        """One nearest-neighbour query: on a server through the lean transport (see
-        `chroma.http`), in process through the client."""
+        """One nearest-neighbour query (several: `q` holds one vector per row): on a
+        server through the lean transport (see `chroma.http`), in process through the
+        client."""
+        rows = q[None, :] if q.ndim == 1 else q
         if self._transport is None:
             return collection.query(  # type: ignore[no-any-return]
-                query_embeddings=q[None, :], n_results=n, where=where, include=include
+                query_embeddings=rows, n_results=n, where=where, include=include
             )
         body: dict[str, Any] = {
-            "query_embeddings": q[None, :], "n_results": n, "include": include
+            "query_embeddings": rows, "n_results": n, "include": include
         }
         if where is not None:
             body["where"] = where

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -113,4 +113,79 @@ def test_an_embedder_failing_on_a_later_chunk_keeps_the_chunks_before(
     assert sorted(kept) == sorted(texts[:2])
     assert engine.stats()["total"] == 2
     assert engine.vectors.count(engine.default_namespace) == 2
+    engine.close()
+
+
+FILLER = [  # more turns than the engine keeps in memory: the versions are found by the index
+    f"user: {t}" for t in (
+        "The bakery on the corner sells rye bread.", "I watched a documentary on owls.",
+        "My nephew plays the violin.", "The printer jammed again.",
+        "We had pasta for dinner.", "The train was full this morning.",
+        "I repotted the basil.", "The museum opens a new wing.",
+        "My shoes got soaked in the rain.", "I finished the crossword.",
+        "The neighbours painted their fence.", "I lost my umbrella on the bus.",
+        "The cinema shows old westerns on Sundays.", "I bought a new kettle.",
+        "The river was high after the storm.", "My sister sent a postcard from Rome.",
+        "The library extended its hours.", "I tried a new running route.",
+    )
+]
+CONVERSATION = [
+    "user: My dentist appointment is on Friday at 3 PM.",
+    "assistant: Noted, Friday at 3 PM.",
+    "user: I live in Berlin, near Tempelhofer Feld.",
+    "user: Our team standup is at 9:30 every morning.",
+    *FILLER,
+    "user: About the dentist.",
+    "user: It's 4:30 PM now.",  # elliptical: its subject is the turn before
+    "user: We finally moved to Lisbon, the flat is in Alfama.",
+    "user: Actually, the standup moved to 10:15.",
+    "user: The garden needs rain.",
+]
+
+
+def _links(engine: object, ns: str) -> set[tuple[str, str, str]]:
+    from reverie.core.writing import UPDATE_KEY
+
+    mems = {m.id: m for m in engine.memories(namespace=ns)}  # type: ignore[attr-defined]
+    out = set()
+    for m in mems.values():
+        link = m.metadata.get(UPDATE_KEY)
+        if link:
+            old = mems[link["of"]]
+            out.add((min(m.sources), min(old.sources), old.status.value))
+    return out
+
+
+@pytest.mark.parametrize("tier", ["embedded", "shared"])
+def test_bulk_ingest_links_the_versions_one_write_at_a_time_would(
+    tier: str, model: LocalEmbedder, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A bulk import asks the vector index for a whole chunk's version candidates at
+    once: the versions it links are those `observe` links turn by turn, wherever the
+    chunk boundaries fall."""
+    servers = (
+        {"store": request.getfixturevalue("redis_url"),
+         "vectors": request.getfixturevalue("chroma_server_url")}
+        if tier == "shared" else {}
+    )
+    engine = open_engine(tmp_path / "home", embedder=model, clock=ManualClock(T0), **servers)
+    tag = uuid.uuid4().hex[:8]
+    at = [T0 + timedelta(minutes=i) for i in range(len(CONVERSATION))]
+    one = f"one-{tag}"
+    for i, text in enumerate(CONVERSATION):
+        engine.observe(text, namespace=one, source=f"t{i}", at=at[i])
+    expected = _links(engine, one)
+    # the elliptical update, the move and the standup's new time are each linked
+    f = len(FILLER)
+    assert {(n, o) for n, o, _ in expected} >= {
+        (f"t{f + 5}", "t0"), (f"t{f + 6}", "t2"), (f"t{f + 7}", "t3")}
+    for size in (2, 5, 64):
+        ns = f"bulk{size}-{tag}"
+        engine.observe_many(
+            [Observation(t, source=f"t{i}", at=at[i]) for i, t in enumerate(CONVERSATION)],
+            namespace=ns, batch_size=size,
+        )
+        assert _links(engine, ns) == expected, (size, _links(engine, ns))
+        engine.forget_namespace(ns)
+    engine.forget_namespace(one)
     engine.close()
