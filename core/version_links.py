@@ -176,7 +176,7 @@ class VersionLinks:
         the index can (`QueriesMany`). An answer asked before a chunk of a bulk ingest
         is written holds for the whole chunk: nothing the chunk writes is in the index
         or its queue yet, and every earlier chunk's vectors are in one or the other (the
-        chunk's own earlier turns are found among the recent ones, at every turn)."""
+        chunk's own earlier turns are compared beside it, `ChunkSearch`)."""
         if not vecs:
             return []
         policy = self.ctx.policy.updates
