@@ -98,8 +98,12 @@ def fill(engine: Any, ns: str, texts: list[str], vectors: np.ndarray, t0: dateti
             for i in range(s, min(s + batch, len(texts)))
         ]
         engine.store.commit(WriteBatch(ns, tuple(mems)))
-        engine.vectors.upsert(  # as the engine indexes a trace: its vector and its kind
-            ns, [VectorItem(m.id, vectors[int(m.id[1:])], {"kind": "episodic"}) for m in mems]
+        # as the engine indexes a trace: its vector and its kind in the index, and the
+        # same vector kept beside the record (where clustering reads it)
+        vecs = {m.id: vectors[int(m.id[1:])] for m in mems}
+        engine.store.put_embeddings(ns, vecs)
+        engine.vectors.upsert(
+            ns, [VectorItem(i, v, {"kind": "episodic"}) for i, v in vecs.items()]
         )
 
 
