@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from . import updates
 from .context import EngineContext
+from .indexing import IndexWrite
 from .models import Memory, Tier
 from .ports import Vector
 from .text import content_hash
@@ -180,24 +181,28 @@ class VersionLinks:
         if not vecs:
             return []
         policy = self.ctx.policy.updates
+        unwritten = self.ctx.indexer.unwritten(ns)  # before the query: see `_with_unwritten`
         many = self.ctx.caps.query_many
         if many is not None:
             answers = many(ns, vecs, policy.neighbours)
         else:
             answers = [self.ctx.vectors.query(ns, v, policy.neighbours) for v in vecs]
         return [
-            self._with_unwritten(ns, v, {h.id: h.similarity for h in hits
-                                         if h.similarity >= policy.min_similarity})
+            self._with_unwritten(v, {h.id: h.similarity for h in hits
+                                     if h.similarity >= policy.min_similarity}, unwritten)
             for v, hits in zip(vecs, answers, strict=True)
         ]
 
-    def _with_unwritten(self, ns: str, vec: Vector, found: dict[str, float]) -> dict[str, float]:
+    def _with_unwritten(
+        self, vec: Vector, found: dict[str, float], unwritten: Sequence[IndexWrite]
+    ) -> dict[str, float]:
         """The index's top k for `vec` merged with the vectors still queued behind earlier
         writes, as if they were written: which earlier turn an update is linked to must
         not hang on how far the writer thread has got (the index's top k plus every
-        unwritten vector, cut to k, is the top k of the drained index)."""
+        unwritten vector, cut to k, is the top k of the drained index). `unwritten` is
+        read before the index is asked: a write that lands in between is then in the
+        one or the other, where read after the query it could be in neither."""
         policy = self.ctx.policy.updates
-        unwritten = self.ctx.indexer.unwritten(ns)
         if not unwritten:
             return found
         q = np.asarray(vec, dtype=np.float32)
@@ -226,10 +231,11 @@ class VersionLinks:
                 # unfiltered, Chroma's fastest path (a `where` on status costs a metadata
                 # read per hit, and a fallback that lists every id once few are current):
                 # the records read in `link` are the truth, and drop retired versions
+                unwritten = self.ctx.indexer.unwritten(ns)
                 hits = self.ctx.vectors.query(ns, vec, policy.neighbours)
                 indexed = self._with_unwritten(
-                    ns, vec, {h.id: h.similarity for h in hits
-                              if h.similarity >= policy.min_similarity})
+                    vec, {h.id: h.similarity for h in hits
+                          if h.similarity >= policy.min_similarity}, unwritten)
                 if chunk is not None and key is not None:
                     chunk.asked[key] = indexed
             if chunk is not None and chunk.ids:

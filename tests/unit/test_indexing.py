@@ -10,7 +10,7 @@ full queue makes observe wait, never drop."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ from reverie.core.engine import MemoryEngine
 from reverie.core.errors import BackendUnavailable
 from reverie.core.indexing import IndexWrite, IndexWriter, merge
 from reverie.core.policy import UpdatePolicy
-from reverie.core.ports import VectorItem
+from reverie.core.ports import Vector, VectorHit, VectorItem
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 from tests.servers import wait_until
 from tests.unit.conftest import T0
@@ -122,6 +122,46 @@ def test_an_update_finds_a_target_still_queued_beyond_the_recent_turns() -> None
     assert index.ids("default") == set()  # nothing written yet
     new = engine.observe("Actually I live in Lisbon now, close to the big park")
     index.gate.set()  # (reads wait for the queue)
+    assert engine.get(old.id).superseded_by == new.id
+    engine.close()
+
+
+class LandsDuringQuery(GatedIndex):
+    """The queued write lands while a search's query is running: the query answers from
+    the index as it was, and the write is out of the queue by the time it returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine: MemoryEngine | None = None
+        self.armed = False
+
+    def query(
+        self, namespace: str, vector: Vector, k: int,
+        where: Mapping[str, str | int | float | bool] | None = None,
+    ) -> list[VectorHit]:
+        hits = super().query(namespace, vector, k, where)
+        if self.armed:
+            self.armed = False
+            self.gate.set()
+            assert self.engine is not None
+            writer = self.engine._ctx.indexer
+            wait_until(lambda: not writer.unwritten(namespace), "the write to land",
+                       interval=0.01)
+        return hits
+
+
+def test_an_update_finds_a_target_whose_write_lands_during_the_search() -> None:
+    """A write that lands while the search's query runs is in neither the query's answer
+    nor, afterwards, the queue: the queue is read before the query, so it is found."""
+    index = LandsDuringQuery()
+    engine = engine_with(index, Policy(updates=UpdatePolicy(recent_turns=1)))
+    index.engine = engine
+    index.gate.clear()
+    old = engine.observe("I live in Berlin, close to the big park")
+    engine.observe("the soup needs more salt")  # the old turn leaves the recent ones
+    index.armed = True
+    new = engine.observe("Actually I live in Lisbon now, close to the big park")
+    assert not index.armed  # the search asked the index
     assert engine.get(old.id).superseded_by == new.id
     engine.close()
 
