@@ -17,13 +17,12 @@ from datetime import datetime
 from typing import Protocol
 
 import numpy as np
-from numpy.typing import NDArray
 
 from . import updates
 from .context import EngineContext
 from .indexing import IndexWrite
 from .models import Memory, Tier
-from .ports import Vector
+from .ports import Vector, VectorItem
 from .text import content_hash
 
 _RECENT_NAMESPACES = 1024  # namespaces whose recent turns are kept (least recent dropped)
@@ -66,14 +65,22 @@ class ChunkSearch:
     vectors reach the index's queue only after the chunk. With both, a bulk import links
     the versions that observing its turns one at a time links, however long the chunk."""
 
+    namespace: str
     asked: dict[str, dict[str, float]] = field(default_factory=dict)
-    ids: list[str] = field(default_factory=list)
-    units: list[NDArray[np.float32]] = field(default_factory=list)
+    items: list[VectorItem] = field(default_factory=list)
+    _stacked: IndexWrite | None = None
 
     def written(self, memory_id: str, vec: Vector) -> None:
-        u = np.asarray(vec, dtype=np.float32)
-        self.ids.append(memory_id)
-        self.units.append(u / max(float(np.linalg.norm(u)), 1e-12))
+        self.items.append(VectorItem(memory_id, vec))
+        self._stacked = None
+
+    def unwritten(self) -> list[IndexWrite]:
+        """The chunk's turns written so far, searched as the index's queue is."""
+        if not self.items:
+            return []
+        if self._stacked is None:
+            self._stacked = IndexWrite(self.namespace, tuple(self.items))
+        return [self._stacked]
 
 
 class VersionLinks:
@@ -107,8 +114,7 @@ class VersionLinks:
             # update is no intro, though it may read as one ("It's an Asus Zenbook now.")
             context = [
                 r for i, r in enumerate(window)
-                if r.link is None and updates.introduces(r.reading, self.ctx.policy)
-                and (p.when - r.memory.created_at).total_seconds() <= policy.context_seconds
+                if r.link is None and self._may_lend(r.reading, r.memory.created_at, p.when)
                 and not any(t.link is not None and t.link.context > 0 for t in window[i + 1 :])
             ]
         if not (updates.may_update(p.reading, self.ctx.policy) or context):
@@ -144,7 +150,7 @@ class VersionLinks:
         lends to every short turn after it."""
         policy = self.ctx.policy.updates
         if not policy.detect_updates or policy.neighbours <= 0:
-            return ChunkSearch()
+            return ChunkSearch(ns)
         wanted: dict[str, Vector] = {}
         earlier: list[tuple[str, Vector, updates.Reading, datetime]] = [
             (r.memory.id, r.vector, r.reading, r.memory.created_at)
@@ -160,9 +166,7 @@ class VersionLinks:
             if len(p.reading.words) <= policy.elliptical_words and policy.context_turns > 0:
                 lenders = [
                     (mid, v) for mid, v, reading, at in earlier[-policy.context_turns :]
-                    if at <= p.when
-                    and (p.when - at).total_seconds() <= policy.context_seconds
-                    and updates.introduces(reading, self.ctx.policy)
+                    if at <= p.when and self._may_lend(reading, at, p.when)
                 ]
                 if lenders:
                     wanted[p.memory.id] = vec
@@ -170,7 +174,14 @@ class VersionLinks:
             earlier.append((p.memory.id, vec, p.reading, p.when))
         ids = list(wanted)
         answers = self.indexed_many(ns, [wanted[i] for i in ids])
-        return ChunkSearch(asked=dict(zip(ids, answers, strict=True)))
+        return ChunkSearch(ns, asked=dict(zip(ids, answers, strict=True)))
+
+    def _may_lend(self, reading: updates.Reading, at: datetime, when: datetime) -> bool:
+        """Can a turn said at `at` name the subject of an elliptical update said at `when`:
+        an intro (`updates.introduces`) within `context_seconds` before it."""
+        policy = self.ctx.policy
+        return (when - at).total_seconds() <= policy.updates.context_seconds and (
+            updates.introduces(reading, policy))
 
     def indexed_many(self, ns: str, vecs: Sequence[Vector]) -> list[dict[str, float]]:
         """The index's answer for each vector (as `near` takes it), in one call where
@@ -238,17 +249,10 @@ class VersionLinks:
                           if h.similarity >= policy.min_similarity}, unwritten)
                 if chunk is not None and key is not None:
                     chunk.asked[key] = indexed
-            if chunk is not None and chunk.ids:
-                # the chunk's turns written so far count as indexed, as they would be
-                # had each been observed alone; the top k of both is the index's top k
-                indexed = dict(indexed)
-                q = np.asarray(vec, dtype=np.float32)
-                sims = np.stack(chunk.units) @ (q / max(float(np.linalg.norm(q)), 1e-12))
-                for j in np.flatnonzero(sims >= policy.min_similarity):
-                    mid, sim = chunk.ids[j], float(sims[j])
-                    indexed[mid] = max(indexed.get(mid, -1.0), sim)
-                indexed = dict(heapq.nlargest(
-                    policy.neighbours, indexed.items(), key=lambda kv: kv[1]))
+            if chunk is not None and chunk.items:
+                # the chunk's turns written so far count as queued, as they would be had
+                # each been observed alone
+                indexed = self._with_unwritten(vec, dict(indexed), chunk.unwritten())
             out.update((mid, sim) for mid, sim in indexed.items() if sim >= least)
         if recent:
             for r, sim in zip(recent, cosines(vec, [r.vector for r in recent]), strict=True):

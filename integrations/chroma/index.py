@@ -318,9 +318,7 @@ class ChromaIndex:
         where: Mapping[str, Scalar] | None = None,
     ) -> list[VectorHit]:
         """The `k` nearest by cosine, best first; fewer when the namespace is smaller."""
-        validate_namespace(namespace)
-        if isinstance(k, bool) or not isinstance(k, int):
-            raise InvalidInput(f"k must be an integer, got {k!r}")
+        _check_k(namespace, k)
         q = check_vector("<query>", vector, namespace)
         flt = where_clause(where)
         if k <= 0:
@@ -329,12 +327,7 @@ class ChromaIndex:
             col = self._cols.get(namespace)
             if col is None:
                 return []
-            stored = self._cols.dimension(col)
-            if q.shape[0] != stored:
-                raise InvalidVector(
-                    f"query vector has dimension {q.shape[0]}, but namespace {namespace!r} "
-                    f"holds {stored}-dimensional vectors"
-                )
+            _check_dimension(q, self._cols.dimension(col), namespace)
 
             def run(c: Any) -> list[tuple[str, float]]:
                 if flt is None:
@@ -370,9 +363,7 @@ class ChromaIndex:
     ) -> list[list[VectorHit]]:
         """The `k` nearest of each vector, unfiltered, in one call per batch (a call costs
         far more than one more query in it): an optional capability (`QueriesMany`)."""
-        validate_namespace(namespace)
-        if isinstance(k, bool) or not isinstance(k, int):
-            raise InvalidInput(f"k must be an integer, got {k!r}")
+        _check_k(namespace, k)
         rows = [check_vector("<query>", v, namespace) for v in vectors]
         if k <= 0 or not rows:
             return [[] for _ in rows]
@@ -382,11 +373,7 @@ class ChromaIndex:
                 return [[] for _ in rows]
             stored = self._cols.dimension(col)
             for q in rows:
-                if q.shape[0] != stored:
-                    raise InvalidVector(
-                        f"query vector has dimension {q.shape[0]}, but namespace "
-                        f"{namespace!r} holds {stored}-dimensional vectors"
-                    )
+                _check_dimension(q, stored, namespace)
             out: list[list[VectorHit]] = []
             size = self._cols.batch_size()
             for s in chunks(len(rows), size):
@@ -686,6 +673,20 @@ def _set_http_timeout(client: Any, connect_seconds: float, call_seconds: float) 
             "reverie needs chromadb 1.x"
         )
     session.timeout = httpx.Timeout(call_seconds, connect=connect_seconds)
+
+
+def _check_k(namespace: str, k: object) -> None:
+    validate_namespace(namespace)
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidInput(f"k must be an integer, got {k!r}")
+
+
+def _check_dimension(q: Vector, stored: int, namespace: str) -> None:
+    if q.shape[0] != stored:
+        raise InvalidVector(
+            f"query vector has dimension {q.shape[0]}, but namespace {namespace!r} holds "
+            f"{stored}-dimensional vectors"
+        )
 
 
 def _hits(pairs: Sequence[tuple[str, float]]) -> list[VectorHit]:
