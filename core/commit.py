@@ -184,6 +184,15 @@ def commit_cluster(
         provenance = tuple(Edge(sid, i, EdgeType.DERIVED_FROM, 1.0) for i in ids) + tuple(
             Edge(sid, i, EdgeType.SUPERSEDES, 1.0) for i in sorted(payload.supersedes)
         )
+        if in_transaction and state is None:
+            # nothing of this cluster is written yet and the caller's transaction makes
+            # the three steps one anyway: one write of the store instead of three
+            retired = _one_write(
+                store, namespace, ids, node, provenance, now, current,
+                frozenset(payload.supersedes), synthesizer, hook,
+            )
+            journal("done")
+            return node, retired
         store.commit(WriteBatch(namespace, (node,), provenance))
         hook("node-inserted")
     if state in (None, "started"):
@@ -259,6 +268,35 @@ def replaced_until(members: Mapping[str, Memory], replaced: frozenset[str], now:
             ]
         out[mid] = min(later) if later else now
     return out
+
+
+def _one_write(
+    store: RecordStore,
+    ns: str,
+    ids: Sequence[str],
+    node: Memory,
+    provenance: tuple[Edge, ...],
+    now: datetime,
+    current: Mapping[str, Memory],
+    replaced: frozenset[str],
+    synthesizer: str,
+    hook: KillHook,
+) -> list[Memory]:
+    """The three steps of a new cluster as one `WriteBatch`: the node with its
+    provenance, the members' outside edges moved onto it, the members retired. Returns
+    the members as they now stand. Only inside a transaction the caller holds: no other
+    writer can touch a member between the read and this write, so there is no conflict
+    to retry."""
+    sid = node.id
+    moved, removed = inherited_edges(store.edges(ns, ids), ids, sid)
+    until = replaced_until(current, replaced, now)
+    retired = tuple(_retired(current[i], sid, now, until, synthesizer) for i in ids)
+    store.commit(WriteBatch(ns, (node, *retired), (*provenance, *moved), tuple(removed)))
+    # the points a crash can hit are the three steps' (the transaction rolls them all back)
+    for step in ("node-inserted", "journal:node", "edges-moved", "journal:edges",
+                 "members-retired"):
+        hook(step)
+    return list(retired)
 
 
 def _retired(
