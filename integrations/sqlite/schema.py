@@ -266,7 +266,7 @@ def _migrate_to_6(conn: sqlite3.Connection) -> None:
         ) WITHOUT ROWID
         """
     )
-    text = FullText(Path("<migration>"))
+    text = FullText(Path("<migration>"), term_bounds=False)  # schema 6 has none
     after = 0
     while True:
         rows = conn.execute(
@@ -308,6 +308,32 @@ def _migrate_to_7(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_to_8(conn: sqlite3.Connection) -> None:
+    """Each term's largest term frequency and shortest document length, so a search
+    bounds what the term can add to a document's BM25 score by what its postings can
+    actually give, not by idf x (k1 + 1): a frequent word's bound falls to about half,
+    and far more of a query's frequent words are skipped instead of read in full
+    (integrations/sqlite/lexical.py). Documents leaving keep the bound valid (only
+    looser); documents coming in raise it as needed. Filled here from the blocks."""
+    import numpy as np
+
+    conn.execute("ALTER TABLE lexical_terms ADD COLUMN max_tf INTEGER")
+    conn.execute("ALTER TABLE lexical_terms ADD COLUMN min_len INTEGER")
+    bounds: dict[tuple[int, str], tuple[int, int]] = {}
+    for num, term, tfs, lens in conn.execute(
+        "SELECT num, term, tfs, lens FROM lexical_postings"
+    ):
+        top = int(np.frombuffer(tfs, dtype="<i4").max())
+        least = int(np.frombuffer(lens, dtype="<i4").min())
+        key = (int(num), str(term))
+        was = bounds.get(key)
+        bounds[key] = (top, least) if was is None else (max(was[0], top), min(was[1], least))
+    conn.executemany(
+        "UPDATE lexical_terms SET max_tf = ?, min_len = ? WHERE num = ? AND term = ?",
+        [(top, least, num, term) for (num, term), (top, least) in bounds.items()],
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
@@ -316,5 +342,6 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_5,
     _migrate_to_6,
     _migrate_to_7,
+    _migrate_to_8,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

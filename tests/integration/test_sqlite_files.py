@@ -289,7 +289,13 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         # the time of the last write, kept since schema 6, was filled from the records
         assert store.last_write("ns") == max(painted.created_at, old.created_at)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    # each term's score bound was filled from its postings: the exact largest frequency
+    # and shortest length ("paint" once, in the namespace's one active text, of 10 terms)
+    assert conn.execute(
+        "SELECT t.max_tf, t.min_len FROM lexical_terms t JOIN namespace_ids n "
+        "ON n.num = t.num WHERE n.name = 'ns' AND t.term = 'paint'"
+    ).fetchone() == (1, 10)
     # each entity row carries its memory's seq, so a lookup by entity reads in order
     assert conn.execute(
         "SELECT count(*) FROM memory_entities e JOIN memories m "

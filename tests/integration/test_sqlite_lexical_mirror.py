@@ -148,6 +148,7 @@ def test_many_blocks_and_every_kind_of_change_rank_as_the_reference(
                 want = expected(store, "ns", q, k)
                 assert [i for i, _ in got] == [i for i, _ in want], (q, k)
                 assert [s for _, s in got] == [s for _, s in want], (q, k)
+        _bounds_hold(store)
 
 
 def _tea_blocks(store: SQLiteStore) -> dict[int, tuple[int, int, int]]:
@@ -238,6 +239,61 @@ def test_a_search_reads_its_terms_postings_not_the_namespace(tmp_path: Path) -> 
         assert _steps(store, "zebra street", k=2) <= pruned_small * 1.2
         # a term in every document costs its postings: it grows with them
         assert _steps(store, "street scene") > common_small * 2
+
+
+def test_frequent_words_that_cannot_lift_a_document_are_looked_up_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each term's score bound comes from its largest frequency in its shortest document.
+    Here every text has 6 terms and every frequency is 1, so a word in 2,000 of the 8,003
+    texts adds at most its idf, ln(6003.5 / 2000.5) = 1.099, to a score, not
+    idf x (k1 + 1) = 2.417. After "zebra" (idf ln(8000.5 / 3.5) = 7.734, the 2nd best
+    score so far at k = 2), the four frequent words can add 4.40 at most: no unseen text
+    can reach the top 2, so they are looked up for the zebra texts only. With the loose
+    bound they could add 9.67, and each would be read in full."""
+    words = ("red", "car", "street", "bus")
+    with SQLiteStore(tmp_path / "m.db") as store:
+        zebras = [make_memory(namespace="ns", text=f"zebra crossing z{n} a{n} b{n} c{n}")
+                  for n in range(3)]
+        crowd = [make_memory(namespace="ns", text=f"{w} f{i} g{i} h{i} j{i} k{i}")
+                 for w in words for i in range(2000)]
+        store.commit(WriteBatch("ns", (*zebras, *crowd)))
+        read: list[str] = []
+        real_term = lexical._term
+
+        def spy(conn: sqlite3.Connection, num: int, term: str) -> tuple[object, ...]:
+            read.append(term)
+            return real_term(conn, num, term)
+
+        monkeypatch.setattr(lexical, "_term", spy)
+        query = "zebra red car street bus"
+        want = expected(store, "ns", query, 2)
+        assert [h.id for h in store.search("ns", query, 2)] == [i for i, _ in want]
+        assert [i for i, _ in want] == [m.id for m in zebras[:2]]
+        assert read == ["zebra"]
+        read.clear()
+        monkeypatch.setattr(
+            lexical, "_bound", lambda idf, most, avg: idf * (lexical.BM25_K1 + 1.0)
+        )
+        assert [h.id for h in store.search("ns", query, 2)] == [i for i, _ in want]
+        assert sorted(read) == sorted(query_terms(query))
+
+
+def _bounds_hold(store: SQLiteStore) -> None:
+    """Every term's kept bound covers each of its postings: largest frequency at least
+    theirs, shortest length at most theirs."""
+    import numpy as np
+
+    conn = sqlite3.connect(store.path)
+    most = {(n, t): (tf, ln) for n, t, tf, ln in conn.execute(
+        "SELECT num, term, max_tf, min_len FROM lexical_terms")}
+    for num, term, tfs, lens in conn.execute(
+        "SELECT num, term, tfs, lens FROM lexical_postings"
+    ):
+        top, least = most[(num, term)]
+        assert np.frombuffer(tfs, dtype="<i4").max() <= top, term
+        assert np.frombuffer(lens, dtype="<i4").min() >= least, term
+    conn.close()
 
 
 def test_namespaces_are_matched_exactly_not_by_prefix(tmp_path: Path) -> None:
