@@ -8,7 +8,8 @@ query's terms.
   with a handful of page reads and decoded with numpy; a namespace never sees another's
   postings (the key starts with the namespace's own number, an exact match, not a prefix).
 - Each namespace's BM25 statistics (active documents, total length) are kept in
-  `namespace_ids`, and each term's document and block counts in `lexical_terms`, changed
+  `namespace_ids`, and each term's document and block counts, largest term frequency and
+  shortest document (its score bound) in `lexical_terms`, changed
   by the same transaction as the postings, so every process scores
   with the namespace's own exact statistics and nothing is rebuilt when a process opens.
 - Search is exact BM25 top-k (FTS5's formula, `integrations/lexical/bm25.py`) computed
