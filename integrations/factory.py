@@ -147,7 +147,7 @@ def open_engine(
             policy = DEFAULT_POLICY
             if isinstance(embedder, LocalEmbedder):
                 policy = policy.replace(**embedder.policy_changes)
-        from reverie.integrations.tokens import tiktoken_counter
+        from reverie.integrations.tokens import LazyCounter
 
         return MemoryEngine(
             rs,
@@ -157,7 +157,7 @@ def open_engine(
             policy=policy,
             clock=clock or SystemClock(),
             default_namespace=namespace,
-            token_counter=tiktoken_counter(),
+            token_counter=LazyCounter(),
             check_embedder=check_embedder,
         )
     except BaseException:

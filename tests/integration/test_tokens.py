@@ -109,3 +109,28 @@ def test_an_encoding_nobody_has_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # empty: nothing to load
     with pytest.raises(ReverieError, match="TIKTOKEN_CACHE_DIR"):
         tiktoken_counter("no_such_encoding")
+
+
+def test_an_engine_loads_its_encoding_at_its_first_count_not_at_open(tmp_path: Path) -> None:
+    """Opening an engine reads no encoding (about 0.4 s a restarted agent would wait
+    before its first recall); the first recall with a token budget loads it and counts."""
+    script = (
+        "import sys, numpy as np\n"
+        "from reverie.integrations import open_engine, tokens\n"
+        "class E:\n"
+        "    name = 'unit-8'; dimension = 8\n"
+        "    def embed(self, texts):\n"
+        "        out = np.zeros((len(texts), 8), dtype=np.float32); out[:, 0] = 1.0\n"
+        "        return out\n"
+        "engine = open_engine(sys.argv[1], embedder=E())\n"
+        "engine.observe('Maya lives in Berlin near the park', namespace='n')\n"
+        "engine.recall('where does Maya live', namespace='n')\n"
+        "print(len(tokens._cache))\n"
+        "hits = engine.recall('where does Maya live', namespace='n', token_budget=200)\n"
+        "print(len(tokens._cache), len(hits))\n"
+        "engine.close()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script, str(tmp_path / "home")],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "1", "1"]
