@@ -29,14 +29,18 @@ __all__ = [
 class Row:
     """What commit needs to know about the stored version of a memory."""
 
-    __slots__ = ("active", "created", "digest", "entities", "seq", "text", "version")
+    __slots__ = (
+        "active", "created", "digest", "entities", "seq", "status", "text", "tier", "version",
+    )
 
     def __init__(
         self, seq: int, version: int, status: str, text: str, created: int,
-        entities: str | None, digest: str,
+        entities: str | None, digest: str, tier: str,
     ) -> None:
         self.seq = seq
         self.version = version
+        self.status = status
+        self.tier = tier  # with status: the count the record is in (`memory_counts`)
         self.active = status == Status.ACTIVE.value
         self.text = text
         self.created = created  # the time its entity rows carry
@@ -47,7 +51,7 @@ class Row:
 def stored(conn: sqlite3.Connection, ns: str, memory_id: str) -> Row | None:
     row = conn.execute(
         "SELECT seq, version, status, json_extract(record, '$.text'), created_at, "
-        "json_extract(record, '$.entities'), content_hash FROM memories "
+        "json_extract(record, '$.entities'), content_hash, tier FROM memories "
         "WHERE namespace = ? AND id = ?",
         (ns, memory_id),
     ).fetchone()
@@ -137,6 +141,10 @@ def put(
         )
     if seq > SEQ_MASK:
         raise BackendUnavailable(f"{path} holds more records than reverie supports")
+    if old is None:
+        _recount(conn, ns, [(m.status.value, m.tier.value, 1)])
+    elif (old.status, old.tier) != (m.status.value, m.tier.value):
+        _recount(conn, ns, [(old.status, old.tier, -1), (m.status.value, m.tier.value, 1)])
     # The lexical index follows the active set.
     fulltext.follow(
         conn, ns, seq,
@@ -161,11 +169,31 @@ def put(
     )
 
 
+def _recount(conn: sqlite3.Connection, ns: str, changes: Sequence[tuple[str, str, int]]) -> None:
+    """Move the namespace's counts by (status, tier, change); a count that reaches 0 goes."""
+    conn.executemany(
+        "INSERT INTO memory_counts (namespace, status, tier, n) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (namespace, status, tier) DO UPDATE SET n = n + excluded.n",
+        [(ns, status, tier, n) for status, tier, n in changes],
+    )
+    conn.executemany(
+        "DELETE FROM memory_counts WHERE namespace = ? AND status = ? AND tier = ? AND n <= 0",
+        [(ns, status, tier) for status, tier, n in changes if n < 0],
+    )
+
+
 def delete(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> int:
     """Delete the records `ids` (one `IN` list's worth), their entity rows and every edge
     touching them; the postings are the caller's (`FullText.remove`). Returns how
     many records were deleted."""
     in_list = marks(len(ids))
+    _recount(conn, ns, [
+        (str(status), str(tier), -int(n)) for status, tier, n in conn.execute(
+            f"SELECT status, tier, count(*) FROM memories WHERE namespace = ? "
+            f"AND id IN ({in_list}) GROUP BY status, tier",
+            (ns, *ids),
+        )
+    ])
     deleted = conn.execute(
         f"DELETE FROM memories WHERE namespace = ? AND id IN ({in_list})", (ns, *ids)
     ).rowcount

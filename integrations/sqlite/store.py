@@ -247,7 +247,7 @@ class SQLiteStore:
         with self._write() as conn:
             self._text.drop_namespace(conn, ns)
             deleted = conn.execute("DELETE FROM memories WHERE namespace = ?", (ns,)).rowcount
-            for table in ("memory_entities", "edges", "journal"):
+            for table in ("memory_entities", "edges", "journal", "memory_counts"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
         self._decoded.forget(ns)
         return int(deleted)
@@ -482,17 +482,14 @@ class SQLiteStore:
         counts = {f"status:{s.value}": 0 for s in Status}
         counts.update({f"tier:{t.value}": 0 for t in Tier})
         with self._read() as conn:
-            for status, n in conn.execute(
-                "SELECT status, count(*) FROM memories WHERE namespace = ? GROUP BY status",
-                (ns,),
+            # kept by every write (`memory_counts`): a read of a few rows, whatever the
+            # size of the namespace
+            for status, tier, n in conn.execute(
+                "SELECT status, tier, n FROM memory_counts WHERE namespace = ?", (ns,)
             ):
-                counts[f"status:{status}"] = n
-            for tier, n in conn.execute(
-                "SELECT tier, count(*) FROM memories WHERE namespace = ? AND status = 'active' "
-                "GROUP BY tier",
-                (ns,),
-            ):
-                counts[f"tier:{tier}"] = n
+                counts[f"status:{status}"] += n
+                if status == Status.ACTIVE.value:
+                    counts[f"tier:{tier}"] += n
             counts["edges"] = conn.execute(
                 "SELECT count(*) FROM edges WHERE namespace = ?", (ns,)
             ).fetchone()[0]

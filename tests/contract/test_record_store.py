@@ -353,6 +353,48 @@ def test_count_keys(record_store: RecordStore) -> None:
     assert empty["total"] == 0 and empty["edges"] == 0 and empty["status:active"] == 0
 
 
+def test_counts_follow_every_kind_of_write(record_store: RecordStore) -> None:
+    """Counts by status and by active tier equal what the records say after inserts,
+    status and tier changes, a refused batch, deletions and a whole namespace going."""
+
+    def truth(ns: str) -> dict[str, int]:
+        out = {f"status:{s.value}": 0 for s in Status} | {f"tier:{t.value}": 0 for t in Tier}
+        mems = list(record_store.scan(ns, statuses=None))
+        for m in mems:
+            out[f"status:{m.status.value}"] += 1
+            if m.status is Status.ACTIVE:
+                out[f"tier:{m.tier.value}"] += 1
+        out["total"] = len(mems)
+        return out
+
+    def counted(ns: str) -> dict[str, int]:
+        return {k: v for k, v in record_store.count(ns).items() if k != "edges"}
+
+    mems = [make_memory(id=f"c{i}") for i in range(6)]
+    put(record_store, *mems)
+    put(record_store, make_memory(namespace="other"))
+    assert counted("ns") == truth("ns") and counted("ns")["total"] == 6
+    a, b, c = (record_store.get("ns", i) for i in ("c0", "c1", "c2"))
+    assert a is not None and b is not None and c is not None
+    put(record_store, a.evolve(tier=Tier.UNIT), b.evolve(status=Status.SUPERSEDED),
+        c.evolve(status=Status.ARCHIVED, tier=Tier.CRYSTAL))
+    assert counted("ns") == truth("ns")
+    assert counted("ns")["tier:unit"] == 1 and counted("ns")["status:superseded"] == 1
+    stale = mems[3]  # version 1 was read before: the batch is refused whole
+    fresh = record_store.get("ns", "c3")
+    assert fresh is not None
+    put(record_store, fresh.evolve(status=Status.SUPERSEDED))
+    with pytest.raises(ConflictError):
+        put(record_store, mems[4].evolve(status=Status.ARCHIVED), stale.evolve(tier=Tier.UNIT))
+    assert counted("ns") == truth("ns")
+    assert record_store.delete("ns", ["c1", "c4", "nobody"]) == 2
+    assert counted("ns") == truth("ns") and counted("ns")["total"] == 4
+    assert counted("other")["total"] == 1
+    record_store.delete_namespace("ns")
+    assert counted("ns") == truth("ns") and counted("ns")["total"] == 0
+    assert counted("other") == truth("other")
+
+
 # --- touch --------------------------------------------------------------------------------
 
 

@@ -236,8 +236,9 @@ def test_four_processes_touching_one_memory_lose_no_count(tmp_path: Path) -> Non
 def _as_version_1(path: Path) -> None:
     """Turn a file into what schema version 1 wrote: raw text under FTS5's own porter."""
     conn = sqlite3.connect(path)
-    # undo schemas 3 to 7: kept embeddings, the created-time index, the stored postings,
-    # the entity rows' seq
+    # undo schemas 3 to 9: kept embeddings, the created-time index, the stored postings
+    # (with their term bounds), the entity rows' seq, the kept counts
+    conn.execute("DROP TABLE memory_counts")
     conn.execute("DROP INDEX entities_by_time")
     conn.execute("ALTER TABLE memory_entities DROP COLUMN seq")
     conn.execute(
@@ -289,7 +290,12 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         # the time of the last write, kept since schema 6, was filled from the records
         assert store.last_write("ns") == max(painted.created_at, old.created_at)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    # the kept counts were filled from the records: "ns" holds one active and one
+    # superseded trace, "other" one active
+    assert sorted(conn.execute("SELECT namespace, status, tier, n FROM memory_counts")) == [
+        ("ns", "active", "trace", 1), ("ns", "superseded", "trace", 1),
+        ("other", "active", "trace", 1)]
     # each term's score bound was filled from its postings: the exact largest frequency
     # and shortest length ("paint" once, in the namespace's one active text, of 10 terms)
     assert conn.execute(
