@@ -23,7 +23,7 @@ from reverie.integrations.sqlite.schema import SEQ_MASK
 from reverie.integrations.store_values import check_version, micros
 
 __all__ = [
-    "Row", "check_unique_key", "check_unique_text", "delete", "put", "stored",
+    "Row", "check_unique_key", "check_unique_text", "delete", "put", "recount_edges", "stored",
 ]
 
 class Row:
@@ -182,6 +182,16 @@ def _recount(conn: sqlite3.Connection, ns: str, changes: Sequence[tuple[str, str
     )
 
 
+def recount_edges(conn: sqlite3.Connection, ns: str, change: int) -> None:
+    """Move the namespace's edge count by `change` (edges added, or removed if negative)."""
+    if change:
+        conn.execute(
+            "INSERT INTO edge_counts (namespace, n) VALUES (?, ?) "
+            "ON CONFLICT (namespace) DO UPDATE SET n = n + excluded.n",
+            (ns, change),
+        )
+
+
 def delete(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> int:
     """Delete the records `ids` (one `IN` list's worth), their entity rows and every edge
     touching them; the postings are the caller's (`FullText.remove`). Returns how
@@ -201,6 +211,11 @@ def delete(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> int:
         f"DELETE FROM memory_entities WHERE namespace = ? AND memory_id IN ({in_list})",
         (ns, *ids),
     )
-    conn.execute(f"DELETE FROM edges WHERE namespace = ? AND src IN ({in_list})", (ns, *ids))
-    conn.execute(f"DELETE FROM edges WHERE namespace = ? AND dst IN ({in_list})", (ns, *ids))
+    gone = conn.execute(
+        f"DELETE FROM edges WHERE namespace = ? AND src IN ({in_list})", (ns, *ids)
+    ).rowcount
+    gone += conn.execute(
+        f"DELETE FROM edges WHERE namespace = ? AND dst IN ({in_list})", (ns, *ids)
+    ).rowcount
+    recount_edges(conn, ns, -gone)
     return int(deleted)

@@ -335,10 +335,11 @@ def _migrate_to_8(conn: sqlite3.Connection) -> None:
 
 
 def _migrate_to_9(conn: sqlite3.Connection) -> None:
-    """How many memories each namespace holds in each (status, tier), kept by the same
-    transactions as the records: counting them by scanning an index cost time in
-    proportion to the namespace (about 0.3 s at a million memories) on every engine open,
-    which compares the records with the vector index's count, and in `maintenance_due()`.
+    """How many memories each namespace holds in each (status, tier), and how many
+    edges, kept by the same transactions as the records: counting them by scanning
+    indexes cost time in proportion to the namespace (about 0.3 s at a million memories)
+    on every engine open, which compares the records with the vector index's count, and
+    in `maintenance_due()`.
     Filled here from the records."""
     conn.execute(
         """
@@ -354,6 +355,13 @@ def _migrate_to_9(conn: sqlite3.Connection) -> None:
     conn.execute(
         "INSERT INTO memory_counts (namespace, status, tier, n) "
         "SELECT namespace, status, tier, count(*) FROM memories GROUP BY namespace, status, tier"
+    )
+    conn.execute(
+        "CREATE TABLE edge_counts (namespace TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID"
+    )
+    conn.execute(
+        "INSERT INTO edge_counts (namespace, n) SELECT namespace, count(*) FROM edges "
+        "GROUP BY namespace"
     )
 
 

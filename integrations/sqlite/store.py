@@ -154,18 +154,26 @@ class SQLiteStore:
                     (max(micros(m.updated_at or m.created_at) for m in batch.puts), ns),
                 )
             # Removals first, so a batch that removes and re-adds one edge ends with it added.
-            conn.executemany(
+            gone = conn.executemany(
                 "DELETE FROM edges WHERE namespace = ? AND src = ? AND dst = ? AND type = ?",
                 [(ns, *r) for r in removals],
-            )
-            conn.executemany(
-                """
-                INSERT INTO edges (namespace, src, dst, type, weight) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (namespace, src, dst, type)
-                DO UPDATE SET weight = max(weight, excluded.weight)
-                """,
-                [(ns, e.src, e.dst, e.type.value, float(e.weight)) for e in batch.edges],
-            )
+            ).rowcount if removals else 0
+            added = 0
+            if batch.edges:
+                rows = [(ns, e.src, e.dst, e.type.value, float(e.weight)) for e in batch.edges]
+                # new edges, counted; an edge already there keeps the higher weight
+                added = conn.executemany(
+                    "INSERT INTO edges (namespace, src, dst, type, weight) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, src, dst, type) DO NOTHING",
+                    rows,
+                ).rowcount
+                if added < len(rows):
+                    conn.executemany(
+                        "UPDATE edges SET weight = max(weight, ?5) WHERE namespace = ?1 "
+                        "AND src = ?2 AND dst = ?3 AND type = ?4",
+                        rows,
+                    )
+            records.recount_edges(conn, ns, added - gone)
         for m, record in encoded:  # committed: recall will read these back
             self._decoded.remember(record, m)
 
@@ -247,7 +255,8 @@ class SQLiteStore:
         with self._write() as conn:
             self._text.drop_namespace(conn, ns)
             deleted = conn.execute("DELETE FROM memories WHERE namespace = ?", (ns,)).rowcount
-            for table in ("memory_entities", "edges", "journal", "memory_counts"):
+            for table in ("memory_entities", "edges", "journal", "memory_counts",
+                          "edge_counts"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
         self._decoded.forget(ns)
         return int(deleted)
@@ -490,9 +499,10 @@ class SQLiteStore:
                 counts[f"status:{status}"] += n
                 if status == Status.ACTIVE.value:
                     counts[f"tier:{tier}"] += n
-            counts["edges"] = conn.execute(
-                "SELECT count(*) FROM edges WHERE namespace = ?", (ns,)
-            ).fetchone()[0]
+            row = conn.execute(
+                "SELECT n FROM edge_counts WHERE namespace = ?", (ns,)
+            ).fetchone()
+            counts["edges"] = 0 if row is None else int(row[0])
         counts["total"] = sum(counts[f"status:{s.value}"] for s in Status)
         return counts
 

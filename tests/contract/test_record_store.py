@@ -365,13 +365,24 @@ def test_counts_follow_every_kind_of_write(record_store: RecordStore) -> None:
             if m.status is Status.ACTIVE:
                 out[f"tier:{m.tier.value}"] += 1
         out["total"] = len(mems)
+
+        ids = [m.id for m in mems]
+        out["edges"] = len(record_store.edges(ns, ids)) if ids else 0
         return out
 
     def counted(ns: str) -> dict[str, int]:
-        return {k: v for k, v in record_store.count(ns).items() if k != "edges"}
+        return record_store.count(ns)
 
     mems = [make_memory(id=f"c{i}") for i in range(6)]
-    put(record_store, *mems)
+    put(record_store, *mems, edges=(Edge("c0", "c1", S), Edge("c1", "c2", S),
+                                   Edge("c2", "c3", S, 0.5), Edge("c2", "c3", S, 0.9)))
+    assert counted("ns")["edges"] == 3
+    # an edge written again keeps one row (the higher weight); removing one that is not
+    # there changes nothing
+    record_store.commit(WriteBatch("ns", (), (Edge("c2", "c3", S, 0.7), Edge("c3", "c4", S)),
+                                   (("c0", "c1", S.value), ("c4", "c5", S.value))))
+    assert counted("ns")["edges"] == 3
+    assert [e.weight for e in record_store.edges("ns", ["c3"]) if e.src == "c2"] == [0.9]
     put(record_store, make_memory(namespace="other"))
     assert counted("ns") == truth("ns") and counted("ns")["total"] == 6
     a, b, c = (record_store.get("ns", i) for i in ("c0", "c1", "c2"))
@@ -389,6 +400,7 @@ def test_counts_follow_every_kind_of_write(record_store: RecordStore) -> None:
     assert counted("ns") == truth("ns")
     assert record_store.delete("ns", ["c1", "c4", "nobody"]) == 2
     assert counted("ns") == truth("ns") and counted("ns")["total"] == 4
+    assert counted("ns")["edges"] == 1  # c2 -> c3 is left; the others touched c1 or c4
     assert counted("other")["total"] == 1
     record_store.delete_namespace("ns")
     assert counted("ns") == truth("ns") and counted("ns")["total"] == 0

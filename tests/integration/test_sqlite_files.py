@@ -239,6 +239,7 @@ def _as_version_1(path: Path) -> None:
     # undo schemas 3 to 9: kept embeddings, the created-time index, the stored postings
     # (with their term bounds), the entity rows' seq, the kept counts
     conn.execute("DROP TABLE memory_counts")
+    conn.execute("DROP TABLE edge_counts")
     conn.execute("DROP INDEX entities_by_time")
     conn.execute("ALTER TABLE memory_entities DROP COLUMN seq")
     conn.execute(
@@ -272,7 +273,7 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
                       entities=frozenset({"melanie"}))
     other = make_memory("c", "Melanie painted a sunrise", namespace="other")
     with SQLiteStore(path) as store:
-        store.commit(WriteBatch("ns", (painted, old)))
+        store.commit(WriteBatch("ns", (painted, old), (Edge("a", "b", EdgeType.ENTITY),)))
         store.commit(WriteBatch("other", (other,)))
     _as_version_1(path)
     conn = sqlite3.connect(path)
@@ -296,6 +297,7 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
     assert sorted(conn.execute("SELECT namespace, status, tier, n FROM memory_counts")) == [
         ("ns", "active", "trace", 1), ("ns", "superseded", "trace", 1),
         ("other", "active", "trace", 1)]
+    assert list(conn.execute("SELECT namespace, n FROM edge_counts")) == [("ns", 1)]
     # each term's score bound was filled from its postings: the exact largest frequency
     # and shortest length ("paint" once, in the namespace's one active text, of 10 terms)
     assert conn.execute(
