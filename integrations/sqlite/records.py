@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from reverie.core.errors import BackendUnavailable, ConflictError
@@ -23,7 +24,8 @@ from reverie.integrations.sqlite.schema import SEQ_MASK
 from reverie.integrations.store_values import check_version, micros
 
 __all__ = [
-    "Row", "check_unique_key", "check_unique_text", "delete", "put", "recount_edges", "stored",
+    "Row", "check_unique_key", "check_unique_text", "delete", "put", "recount", "recount_edges",
+    "stored",
 ]
 
 class Row:
@@ -92,11 +94,12 @@ def check_unique_key(conn: sqlite3.Connection, ns: str, key: str) -> None:
 
 def put(
     conn: sqlite3.Connection, m: Memory, record: str, *, restore: bool,
-    fulltext: FullText, path: Path,
+    fulltext: FullText, path: Path, counts: Counter[tuple[str, str]],
 ) -> None:
     """Write one memory's rows (record, lookup columns, full-text row, entities), checking
     its version against the stored one unless it is a `restore` (an import: the record is
-    written as given)."""
+    written as given). How the namespace's (status, tier) counts move is added to
+    `counts`, for the caller to apply once per batch (`recount`)."""
     ns = m.namespace
     old = stored(conn, ns, m.id)
     if not restore:
@@ -141,10 +144,10 @@ def put(
         )
     if seq > SEQ_MASK:
         raise BackendUnavailable(f"{path} holds more records than reverie supports")
-    if old is None:
-        _recount(conn, ns, [(m.status.value, m.tier.value, 1)])
-    elif (old.status, old.tier) != (m.status.value, m.tier.value):
-        _recount(conn, ns, [(old.status, old.tier, -1), (m.status.value, m.tier.value, 1)])
+    if old is None or (old.status, old.tier) != (m.status.value, m.tier.value):
+        counts[(m.status.value, m.tier.value)] += 1
+        if old is not None:
+            counts[(old.status, old.tier)] -= 1
     # The lexical index follows the active set.
     fulltext.follow(
         conn, ns, seq,
@@ -169,8 +172,9 @@ def put(
     )
 
 
-def _recount(conn: sqlite3.Connection, ns: str, changes: Sequence[tuple[str, str, int]]) -> None:
+def recount(conn: sqlite3.Connection, ns: str, changes: Iterable[tuple[str, str, int]]) -> None:
     """Move the namespace's counts by (status, tier, change); a count that reaches 0 goes."""
+    changes = [c for c in changes if c[2]]
     conn.executemany(
         "INSERT INTO memory_counts (namespace, status, tier, n) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (namespace, status, tier) DO UPDATE SET n = n + excluded.n",
@@ -197,7 +201,7 @@ def delete(conn: sqlite3.Connection, ns: str, ids: Sequence[str]) -> int:
     touching them; the postings are the caller's (`FullText.remove`). Returns how
     many records were deleted."""
     in_list = marks(len(ids))
-    _recount(conn, ns, [
+    recount(conn, ns, [
         (str(status), str(tier), -int(n)) for status, tier, n in conn.execute(
             f"SELECT status, tier, count(*) FROM memories WHERE namespace = ? "
             f"AND id IN ({in_list}) GROUP BY status, tier",

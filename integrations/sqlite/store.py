@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -140,9 +141,11 @@ class SQLiteStore:
         free_text = {content_hash(m.text) for m in batch.puts if m.is_active and m.key is None}
         fact_keys = {m.key for m in batch.puts if m.is_active and m.key is not None}
         with self._write() as conn:
+            moved: Counter[tuple[str, str]] = Counter()
             for m, record in encoded:
                 records.put(conn, m, record, restore=batch.restore,
-                            fulltext=self._text, path=self._db.path)
+                            fulltext=self._text, path=self._db.path, counts=moved)
+            records.recount(conn, ns, ((s, t, n) for (s, t), n in moved.items()))
             for digest in free_text:
                 records.check_unique_text(conn, ns, digest)
             for key in fact_keys:
