@@ -479,8 +479,8 @@ def _bound(idf: float, most: tuple[int, int] | None, avg: float) -> float:
     term's frequency and shrinks with the document's length, so the term's largest
     frequency in its shortest document bounds every posting it has; without those, only
     idf * (k1 + 1) (tf -> inf, length -> 0) does. Pruning on the tighter bound skips
-    frequent words that the loose one would read in full: at a million COCO-caption
-    memories, 27% fewer postings read on average and 36% fewer at the 95th percentile."""
+    frequent words that the loose one would read in full: at the scale benchmark's
+    million memories, a search's p95 fell from 34.6 to 27.2 ms on this bound alone."""
     if most is None:
         return idf * (BM25_K1 + 1.0)
     top, least = most
@@ -589,11 +589,22 @@ def search(
             bar = float(-np.partition(-partial, k - 1)[k - 1])
     candidates = seen
     if rest:
-        # only documents already seen can make the top k; keep those that still might
-        candidates = seen[partial + left >= bar * (1.0 - _SLACK)]
+        # only documents already seen can make the top k; keep those that still might,
+        # and after each term looked up for them, those that still might with what is
+        # left: the bar rises and what is left falls, so each term after the first is
+        # looked up for fewer documents (block by block once they are few)
+        keep = partial + left >= bar * (1.0 - _SLACK)
+        candidates, sums = seen[keep], partial[keep]
         for term in rest:
             seqs, tfs, lens = _lookup(conn, num, term, candidates, stats[term][1])
-            found[term] = (seqs, _contrib(idf[term], tfs, lens, avg))
+            c = _contrib(idf[term], tfs, lens, avg)
+            found[term] = (seqs, c)
+            left -= bound[term]
+            sums[np.searchsorted(candidates, seqs)] += c  # looked up among them only
+            if len(sums) > k:
+                bar = max(bar, float(-np.partition(-sums, k - 1)[k - 1]))
+                keep = sums + left >= bar * (1.0 - _SLACK)
+                candidates, sums = candidates[keep], sums[keep]
     # the exact scores, summed term by term in query order as the reference does
     scores = np.zeros(len(candidates), dtype=np.float64)
     for term in distinct:
@@ -631,5 +642,10 @@ def _best(candidates: np.ndarray, scores: np.ndarray, k: int) -> LexicalTop:
     hit = np.flatnonzero(scores)
     if hit.size == 0:
         return LexicalTop([], [])
+    if hit.size > k:
+        # only what can be in the top k is sorted: every score above the k-th best, and
+        # every score equal to it (ties go by seq), found in linear time
+        kth = np.partition(scores[hit], hit.size - k)[hit.size - k]
+        hit = hit[scores[hit] >= kth]
     best = hit[np.lexsort((candidates[hit], -scores[hit]))][:k]
     return LexicalTop([int(s) for s in candidates[best]], [float(x) for x in scores[best]])
