@@ -19,7 +19,8 @@ Each size runs in fresh processes, so peak RSS is that size's alone:
   process with its own peak RSS.
 
 Run: python benchmarks/scale.py [--sizes 10000 100000] [--queries 200] [--homes DIR]
-(`--homes DIR --reopen` measures the open times again on the engines a run kept;
+(`--homes DIR --reopen` measures the open times again on the engines a run kept, and
+`--homes DIR --remeasure --sizes N` recall, `maintenance_due()` and the raw add;
 `--sizes 300000 --add` measures a long size in a run of its own and adds it to the rows
 already in the output).
 """
@@ -216,6 +217,18 @@ def raw_add_rate(collection: Any, emb: Any) -> float:
     return RAW_ADDS / took
 
 
+def remeasure(size: int, home: Path, n_queries: int) -> dict[str, Any]:
+    """A kept store's recall, `maintenance_due()` and raw add again, on the current code
+    (the ingest figures stay the build's)."""
+    from reverie.integrations import open_engine
+
+    emb = HashEmbedder()
+    engine = open_engine(home, embedder=emb)
+    row = measured_row(engine, engine.vectors.collection(NS), emb, size, 1.0, n_queries)
+    return {k: v for k, v in row.items()
+            if k not in ("ingest_per_s", "ingest_s", "build_peak_rss_mib")}
+
+
 def open_first(home: Path) -> dict[str, Any]:
     """A restarted agent: open the engine and answer one recall."""
     emb = HashEmbedder()
@@ -372,6 +385,13 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "on the same files after the run, by `--reopen` (load averages above are that "
             "re-measurement's); every other column is from the run itself.",
         ] if meta.get("open_remeasured") else []),
+        *([
+            "",
+            "At " + ", ".join(f"{r['memories']:,}" for r in rows if r.get("recall_remeasured"))
+            + " memories, recall, `maintenance_due()` and raw Chroma's add were measured "
+            "again on the kept store by `--remeasure`; ingest and the build's peak RSS are "
+            "from its build.",
+        ] if any(r.get("recall_remeasured") for r in rows) else []),
         "",
         "| memories | ingest /s | raw Chroma add /s | recall p50 / p95 ms (drained) | "
         "w/o reinforce p50 / p95 | "
@@ -448,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--extrapolate-to", type=int, default=1_000_000)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    ap.add_argument("--worker", choices=["build", "open", "raw_open"])
+    ap.add_argument("--worker", choices=["build", "open", "raw_open", "remeasure"])
     ap.add_argument("--size", type=int)
     ap.add_argument("--home", type=Path)
     ap.add_argument("--homes", type=Path, help="keep each size's engine here (n<size>/)")
@@ -458,11 +478,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--reopen", action="store_true",
                     help="re-measure only the open times on the homes kept in --homes, "
                     "updating the results in --out")
+    ap.add_argument("--remeasure", action="store_true",
+                    help="re-measure recall, maintenance_due() and the raw add on the homes "
+                    "kept in --homes for --sizes (a store too long to build again), "
+                    "keeping each build's ingest figures")
     args = ap.parse_args(argv)
     if args.worker:
         fn = {"build": lambda: build(args.size, args.home, args.queries),
               "open": lambda: open_first(args.home),
-              "raw_open": lambda: raw_open_first(args.home)}[args.worker]
+              "raw_open": lambda: raw_open_first(args.home),
+              "remeasure": lambda: remeasure(args.size, args.home, args.queries)}[args.worker]
         print(json.dumps(fn()))
         return
     load_start = os.getloadavg()[0]
@@ -470,6 +495,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         assert args.homes is not None, "--reopen needs --homes"
         rows = json.loads((args.out / "scale.json").read_text())["rows"]
         reopen(rows, args.homes, args.queries)
+    elif args.remeasure:
+        assert args.homes is not None, "--remeasure needs --homes"
+        rows = json.loads((args.out / "scale.json").read_text())["rows"]
+        for row in rows:
+            if row["memories"] in args.sizes:
+                n = row["memories"]
+                row.update(run_worker("remeasure", n, args.homes / f"n{n}", args.queries))
+                row["recall_remeasured"] = True
+                for mode in ("no_reinforce", "drained", "back_to_back"):
+                    row[f"ratio_{mode}_p50"] = row[f"{mode}_p50_ms"] / row["raw_p50_ms"]
     elif args.homes is not None:
         rows = [measure(n, args.queries, args.homes) for n in sorted(args.sizes)]
     else:
