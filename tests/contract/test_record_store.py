@@ -383,7 +383,8 @@ def test_counts_follow_every_kind_of_write(record_store: RecordStore) -> None:
                                    (("c0", "c1", S.value), ("c4", "c5", S.value))))
     assert counted("ns")["edges"] == 3
     assert [e.weight for e in record_store.edges("ns", ["c3"]) if e.src == "c2"] == [0.9]
-    put(record_store, make_memory(namespace="other"))
+    lone = make_memory(namespace="other")
+    put(record_store, lone)
     assert counted("ns") == truth("ns") and counted("ns")["total"] == 6
     a, b, c = (record_store.get("ns", i) for i in ("c0", "c1", "c2"))
     assert a is not None and b is not None and c is not None
@@ -405,6 +406,10 @@ def test_counts_follow_every_kind_of_write(record_store: RecordStore) -> None:
     record_store.delete_namespace("ns")
     assert counted("ns") == truth("ns") and counted("ns")["total"] == 0
     assert counted("other") == truth("other")
+    assert record_store.namespaces() == ["other"]
+    # a namespace whose last memory is deleted holds nothing: it is listed no more
+    record_store.delete("other", [lone.id])
+    assert record_store.namespaces() == [] and counted("other")["total"] == 0
 
 
 # --- touch --------------------------------------------------------------------------------
