@@ -175,15 +175,20 @@ def put(
 def recount(conn: sqlite3.Connection, ns: str, changes: Iterable[tuple[str, str, int]]) -> None:
     """Move the namespace's counts by (status, tier, change); a count that reaches 0 goes."""
     changes = [c for c in changes if c[2]]
+    if not changes:
+        return
     conn.executemany(
         "INSERT INTO memory_counts (namespace, status, tier, n) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (namespace, status, tier) DO UPDATE SET n = n + excluded.n",
         [(ns, status, tier, n) for status, tier, n in changes],
     )
-    conn.executemany(
-        "DELETE FROM memory_counts WHERE namespace = ? AND status = ? AND tier = ? AND n <= 0",
-        [(ns, status, tier) for status, tier, n in changes if n < 0],
-    )
+    fallen = [(ns, status, tier) for status, tier, n in changes if n < 0]
+    if fallen:
+        conn.executemany(
+            "DELETE FROM memory_counts WHERE namespace = ? AND status = ? AND tier = ? "
+            "AND n <= 0",
+            fallen,
+        )
 
 
 def recount_edges(conn: sqlite3.Connection, ns: str, change: int) -> None:
