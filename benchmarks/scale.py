@@ -270,12 +270,29 @@ def raw_open_first(home: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- driver
 
 
+OPENS = 3  # fresh processes per side: one open of a large store moves by a second
+
+
+def opened(size: int, home: Path, n_queries: int) -> dict[str, Any]:
+    """Open -> first recall and raw Chroma's open -> first query, each in OPENS fresh
+    processes taking turns; the medians (and every value)."""
+    runs: list[dict[str, Any]] = []
+    for _ in range(OPENS):
+        runs.append(run_worker("open", size, home, n_queries))
+        runs.append(run_worker("raw_open", size, home, n_queries))
+    out: dict[str, Any] = {}
+    for key in ("open_first_recall_s", "second_recall_s", "open_peak_rss_mib",
+                "raw_open_first_query_s", "raw_open_peak_rss_mib"):
+        values = [r[key] for r in runs if key in r]
+        out[key] = float(np.median(values))
+        out[f"{key}_all"] = values
+    return out
+
+
 def reopen(rows: list[dict[str, Any]], homes: Path, n_queries: int) -> None:
     """Measure open -> first recall (and raw Chroma's) again on kept homes."""
     for row in rows:
-        home = homes / f"n{row['memories']}"
-        row.update(run_worker("open", row["memories"], home, n_queries))
-        row.update(run_worker("raw_open", row["memories"], home, n_queries))
+        row.update(opened(row["memories"], homes / f"n{row['memories']}", n_queries))
 
 
 def run_worker(kind: str, size: int, home: Path, n_queries: int, *,
@@ -301,8 +318,7 @@ def measure(size: int, n_queries: int, tmp: Path) -> dict[str, Any]:
     row["sqlite_bytes_per_memory"] = sum(
         p.stat().st_size for p in home.glob("memory.db*")) / size
     print(f"[{size}] open", file=sys.stderr, flush=True)
-    row.update(run_worker("open", size, home, n_queries))
-    row.update(run_worker("raw_open", size, home, n_queries))
+    row.update(opened(size, home, n_queries))
     row["ratio_no_reinforce_p50"] = row["no_reinforce_p50_ms"] / row["raw_p50_ms"]
     row["ratio_drained_p50"] = row["drained_p50_ms"] / row["raw_p50_ms"]
     row["ratio_back_to_back_p50"] = row["back_to_back_p50_ms"] / row["raw_p50_ms"]
@@ -376,7 +392,8 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "outside the timing; back to back = the default, touches written behind while the "
         "next recall runs. Open -> first recall: a fresh process opens the engine and "
         "answers one recall; raw Chroma: a fresh process opens the client and answers one "
-        "query. Peak RSS per process (ru_maxrss). Bytes on disk: the engine's whole "
+        "query; the median of three of each, taking turns. Peak RSS per process "
+        "(ru_maxrss). Bytes on disk: the engine's whole "
         f"directory (SQLite file with its WAL, and Chroma). Load average (1 min) at start "
         f"{meta['loadavg_start']:.2f}, end {meta['loadavg_end']:.2f}.",
         *([
