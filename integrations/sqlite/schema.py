@@ -319,19 +319,28 @@ def _migrate_to_8(conn: sqlite3.Connection) -> None:
 
     conn.execute("ALTER TABLE lexical_terms ADD COLUMN max_tf INTEGER")
     conn.execute("ALTER TABLE lexical_terms ADD COLUMN min_len INTEGER")
-    bounds: dict[tuple[int, str], tuple[int, int]] = {}
+    # term by term in index order, written in slices: memory stays flat at any size
+    update = "UPDATE lexical_terms SET max_tf = ?, min_len = ? WHERE num = ? AND term = ?"
+    done: list[tuple[int, int, int, str]] = []
+    key: tuple[int, str] | None = None
+    top = least = 0
     for num, term, tfs, lens in conn.execute(
-        "SELECT num, term, tfs, lens FROM lexical_postings"
+        "SELECT num, term, tfs, lens FROM lexical_postings ORDER BY num, term, first_seq"
     ):
-        top = int(np.frombuffer(tfs, dtype="<i4").max())
-        least = int(np.frombuffer(lens, dtype="<i4").min())
-        key = (int(num), str(term))
-        was = bounds.get(key)
-        bounds[key] = (top, least) if was is None else (max(was[0], top), min(was[1], least))
-    conn.executemany(
-        "UPDATE lexical_terms SET max_tf = ?, min_len = ? WHERE num = ? AND term = ?",
-        [(top, least, num, term) for (num, term), (top, least) in bounds.items()],
-    )
+        block_top = int(np.frombuffer(tfs, dtype="<i4").max())
+        block_least = int(np.frombuffer(lens, dtype="<i4").min())
+        if (num, term) == key:
+            top, least = max(top, block_top), min(least, block_least)
+            continue
+        if key is not None:
+            done.append((top, least, *key))
+        if len(done) >= 20_000:
+            conn.executemany(update, done)
+            done.clear()
+        key, top, least = (int(num), str(term)), block_top, block_least
+    if key is not None:
+        done.append((top, least, *key))
+    conn.executemany(update, done)
 
 
 def _migrate_to_9(conn: sqlite3.Connection) -> None:

@@ -363,3 +363,43 @@ def test_find_by_entity_reads_only_its_limit_among_memories_of_one_time(tmp_path
     ).fetchall())
     conn.close()
     assert "entities_by_time" in plan and "TEMP B-TREE" not in plan
+
+
+def test_a_schema_7_file_gains_exact_term_bounds(tmp_path: Path) -> None:
+    """Migration 8 fills each term's largest frequency and shortest document from its
+    blocks, across many blocks per term and many terms: each equals what the postings
+    hold."""
+    import numpy as np
+
+    path = tmp_path / "memory.db"
+    words = ["tea", "cat", "sea", "road"]
+    with SQLiteStore(path) as store:
+        mems = [
+            make_memory(f"m{i}", " ".join(
+                [words[i % 4]] * (1 + i % 3) + ["x"] * (i % 7) + [f"n{i}"]))
+            for i in range(900)
+        ]
+        store.commit(WriteBatch("ns", tuple(mems)))
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE lexical_terms DROP COLUMN max_tf")
+    conn.execute("ALTER TABLE lexical_terms DROP COLUMN min_len")
+    conn.execute("DROP TABLE memory_counts")
+    conn.execute("DROP TABLE edge_counts")
+    conn.execute("PRAGMA user_version = 7")
+    conn.commit()
+    conn.close()
+    with SQLiteStore(path):
+        pass
+    conn = sqlite3.connect(path)
+    want: dict[str, tuple[int, int]] = {}
+    for term, tfs, lens in conn.execute("SELECT term, tfs, lens FROM lexical_postings"):
+        top, least = int(np.frombuffer(tfs, "<i4").max()), int(np.frombuffer(lens, "<i4").min())
+        was = want.get(term, (0, 10**9))
+        want[term] = (max(was[0], top), min(was[1], least))
+    got = {t: (tf, ln) for t, tf, ln in conn.execute(
+        "SELECT term, max_tf, min_len FROM lexical_terms")}
+    conn.close()
+    assert got == want
+    # "tea" three times at most (i % 3 == 2), in "tea n0" at shortest (2 terms); "x" six
+    # times at most (i % 7 == 6), in "road x n15" at shortest (3 terms)
+    assert got["tea"] == (3, 2) and got["x"] == (6, 3)
