@@ -586,7 +586,7 @@ def search(
         left -= bound[term]
         seen, partial = _merge(seen, partial, seqs, c)
         if len(partial) >= k:
-            bar = float(-np.partition(-partial, k - 1)[k - 1])
+            bar = _kth_best(partial, k)
     candidates = seen
     if rest:
         # only documents already seen can make the top k; keep those that still might,
@@ -602,7 +602,7 @@ def search(
             left -= bound[term]
             sums[np.searchsorted(candidates, seqs)] += c  # looked up among them only
             if len(sums) > k:
-                bar = max(bar, float(-np.partition(-sums, k - 1)[k - 1]))
+                bar = max(bar, _kth_best(sums, k))
                 keep = sums + left >= bar * (1.0 - _SLACK)
                 candidates, sums = candidates[keep], sums[keep]
     # the exact scores, summed term by term in query order as the reference does
@@ -637,6 +637,11 @@ def _score_all(
     return _best(docs, scores, k)
 
 
+def _kth_best(scores: np.ndarray, k: int) -> float:
+    """The k-th highest of `scores` (at least k of them), in linear time."""
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])
+
+
 def _best(candidates: np.ndarray, scores: np.ndarray, k: int) -> LexicalTop:
     """The `k` best of `candidates` (ascending seqs) by score, ties by seq."""
     hit = np.flatnonzero(scores)
@@ -645,7 +650,6 @@ def _best(candidates: np.ndarray, scores: np.ndarray, k: int) -> LexicalTop:
     if hit.size > k:
         # only what can be in the top k is sorted: every score above the k-th best, and
         # every score equal to it (ties go by seq), found in linear time
-        kth = np.partition(scores[hit], hit.size - k)[hit.size - k]
-        hit = hit[scores[hit] >= kth]
+        hit = hit[scores[hit] >= _kth_best(scores[hit], k)]
     best = hit[np.lexsort((candidates[hit], -scores[hit]))][:k]
     return LexicalTop([int(s) for s in candidates[best]], [float(x) for x in scores[best]])

@@ -311,7 +311,7 @@ def _migrate_to_7(conn: sqlite3.Connection) -> None:
 def _migrate_to_8(conn: sqlite3.Connection) -> None:
     """Each term's largest term frequency and shortest document length, so a search
     bounds what the term can add to a document's BM25 score by what its postings can
-    actually give, not by idf x (k1 + 1): a frequent word's bound falls to about half,
+    actually give, not by idf x (k1 + 1): a frequent word's bound falls by a third or more,
     and far more of a query's frequent words are skipped instead of read in full
     (integrations/sqlite/lexical.py). Documents leaving keep the bound valid (only
     looser); documents coming in raise it as needed. Filled here from the blocks."""
