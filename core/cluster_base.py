@@ -130,7 +130,7 @@ def knn(
             idx[start:stop] = np.take_along_axis(part, order, axis=1)
             sim[start:stop] = np.take_along_axis(psim, order, axis=1)
             continue
-        r, c = np.nonzero(s >= min_sim)
+        r, c = _at_least(s, min_sim)
         _best_per_row(idx, sim, start + r, c, s[r, c])
     return idx, sim
 
@@ -225,7 +225,7 @@ def cell_knn(
     listed = np.empty((n, min(max(probe, 1), cells)), dtype=np.int64)
     for start in range(0, n, _KNN_BLOCK_ROWS):
         part = vectors[start : start + _KNN_BLOCK_ROWS] @ centres.T
-        top = np.argsort(-part, axis=1, kind="stable")[:, : listed.shape[1]]
+        top = _best_columns(part, listed.shape[1])
         listed[start : start + _KNN_BLOCK_ROWS] = top
         cell[start : start + _KNN_BLOCK_ROWS] = top[:, 0]
     own = _by_cell(cell, cells)
@@ -237,9 +237,39 @@ def cell_knn(
             continue
         s = vectors[rows] @ vectors[cand].T
         s[rows[:, None] == cand[None, :]] = -np.inf  # a memory is not its own neighbour
-        r, col = np.nonzero(s >= floor)
+        r, col = _at_least(s, floor)
         _best_per_row(idx, sim, rows[r], cand[col], s[r, col])
     return idx, sim
+
+
+def _at_least(
+    s: npt.NDArray[np.float32], floor: float
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(rows, columns) of the entries of `s` at or above `floor`, row-major: what
+    `np.nonzero(s >= floor)` gives, at a fifth of its cost (the flat positions are found
+    in one pass and split, where `nonzero` walks the mask once per axis)."""
+    flat = np.flatnonzero(s >= floor)
+    r, c = np.divmod(flat, s.shape[1])
+    return r, c
+
+
+def _best_columns(s: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.int64]:
+    """Each row's `m` best columns, best first, the lower column on a tie: the first `m`
+    of a stable descending argsort, found by a partition first (a full sort of every
+    row cost more than the k-means it serves)."""
+    if m >= s.shape[1]:
+        return np.argsort(-s, axis=1, kind="stable")
+    part = np.argpartition(-s, m - 1, axis=1)[:, :m]
+    vals = np.take_along_axis(s, part, axis=1)
+    order = np.lexsort((part, -vals), axis=1)
+    part, vals = np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
+    # a value tied across the cut: the partition may have kept a higher column than the
+    # sort would; such rows (rare: two equally near centres) are sorted in full
+    edge = vals[:, -1:]
+    split = (s == edge).sum(axis=1) > (vals == edge).sum(axis=1)
+    if split.any():
+        part[split] = np.argsort(-s[split], axis=1, kind="stable")[:, :m]
+    return part
 
 
 def _by_cell(cell: npt.NDArray[np.int64], cells: int, per_row: int = 1) -> list[

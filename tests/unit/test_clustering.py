@@ -393,6 +393,26 @@ def test_the_search_by_cells_finds_the_near_neighbours_of_grouped_points() -> No
     assert cell_knn(x, 8, 0.7, cells=24, probe=4)[0].tolist() == idx.tolist()  # repeatable
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 12), st.integers(1, 30), st.integers(1, 32), st.integers(0, 2**32 - 1),
+    st.integers(0, 4),
+)
+def test_the_cells_a_point_is_listed_in_are_a_stable_sort_s_even_on_ties(
+    rows: int, cols: int, m: int, seed: int, floor: int
+) -> None:
+    """Few distinct values, so ties cross the cut often: the partition's answer must be
+    the stable sort's, the lower column first, and the threshold's the mask's."""
+    from reverie.core.cluster_base import _at_least, _best_columns
+
+    s = np.random.default_rng(seed).integers(0, 5, (rows, cols)).astype(np.float32)
+    want = np.argsort(-s, axis=1, kind="stable")[:, :m]
+    assert np.array_equal(_best_columns(s, m), want)
+    r, c = _at_least(s, float(floor))
+    want_r, want_c = np.nonzero(s >= floor)
+    assert np.array_equal(r, want_r) and np.array_equal(c, want_c)
+
+
 def test_the_clusterer_searches_by_cells_from_cluster_cells_min_memories() -> None:
     x = blobs(40, 6, 24, 0.15, seed=12)
     base = items(x)
