@@ -83,10 +83,14 @@ def fill(engine: Any, ns: str, texts: list[str], vectors: np.ndarray, t0: dateti
     from reverie.core.ports import VectorItem, WriteBatch
 
     batch = 1000
+    # ids as the engine makes them (uuid4 hex): random, so the indexes on ids take a
+    # retired member's write at a random page, as they do in a real store (sequential
+    # ids would keep them in a few pages and flatter the commit)
+    ids = [hashlib.md5(f"bench-{i}".encode()).hexdigest() for i in range(len(texts))]
     for s in range(0, len(texts), batch):
         mems = [
             Memory(
-                id=f"m{i:06d}",
+                id=ids[i],
                 namespace=ns,
                 kind=Kind.EPISODIC,
                 tier=Tier.TRACE,
@@ -100,7 +104,7 @@ def fill(engine: Any, ns: str, texts: list[str], vectors: np.ndarray, t0: dateti
         engine.store.commit(WriteBatch(ns, tuple(mems)))
         # as the engine indexes a trace: its vector and its kind in the index, and the
         # same vector kept beside the record (where clustering reads it)
-        vecs = {m.id: vectors[int(m.id[1:])] for m in mems}
+        vecs = {m.id: vectors[s + n] for n, m in enumerate(mems)}
         engine.store.put_embeddings(ns, vecs)
         engine.vectors.upsert(
             ns, [VectorItem(i, v, {"kind": "episodic"}) for i, v in vecs.items()]

@@ -32,12 +32,13 @@ class Row:
     """What commit needs to know about the stored version of a memory."""
 
     __slots__ = (
-        "active", "created", "digest", "entities", "seq", "status", "text", "tier", "version",
+        "active", "created", "digest", "entities", "key", "seq", "status", "text", "tier",
+        "valid_from", "version",
     )
 
     def __init__(
         self, seq: int, version: int, status: str, text: str, created: int,
-        entities: str | None, digest: str, tier: str,
+        entities: str | None, digest: str, tier: str, key: str | None, valid_from: int,
     ) -> None:
         self.seq = seq
         self.version = version
@@ -48,12 +49,14 @@ class Row:
         self.created = created  # the time its entity rows carry
         self.entities = entities  # the record's entity list as JSON text (None: no list)
         self.digest = digest  # content_hash of `text`
+        self.key = key  # with valid_from: the columns of `memories_by_key`
+        self.valid_from = valid_from
 
 
 def stored(conn: sqlite3.Connection, ns: str, memory_id: str) -> Row | None:
     row = conn.execute(
         "SELECT seq, version, status, json_extract(record, '$.text'), created_at, "
-        "json_extract(record, '$.entities'), content_hash, tier FROM memories "
+        "json_extract(record, '$.entities'), content_hash, tier, key, valid_from FROM memories "
         "WHERE namespace = ? AND id = ?",
         (ns, memory_id),
     ).fetchone()
@@ -107,19 +110,10 @@ def put(
     # a change of status or scores keeps the text: its hash is the stored one (a REM cycle
     # retires thousands of members, and normalising each text again is a tenth of a write)
     same_text = old is not None and old.text == m.text
-    columns = (
-        m.version,
-        m.status.value,
-        m.tier.value,
-        m.kind.value,
-        m.key,
-        old.digest if old is not None and same_text else content_hash(m.text),
-        micros(m.created_at),
-        micros(m.valid_since),
-        None if m.valid_to is None else micros(m.valid_to),
-        micros(m.updated_at or m.created_at),
-        record,
-    )
+    digest = old.digest if old is not None and same_text else content_hash(m.text)
+    created, valid_from = micros(m.created_at), micros(m.valid_since)
+    valid_to = None if m.valid_to is None else micros(m.valid_to)
+    updated = micros(m.updated_at or m.created_at)
     if old is None:
         cur = conn.execute(
             """
@@ -127,21 +121,32 @@ def put(
                 created_at, valid_from, valid_to, updated_at, record, namespace, id)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            (*columns, ns, m.id),
+            (m.version, m.status.value, m.tier.value, m.kind.value, m.key, digest, created,
+             valid_from, valid_to, updated, record, ns, m.id),
         )
         seq = cur.lastrowid
         assert seq is not None
     else:
         seq = old.seq
-        conn.execute(
-            """
-            UPDATE memories SET version = ?, status = ?, tier = ?, kind = ?, key = ?,
-                content_hash = ?, created_at = ?, valid_from = ?, valid_to = ?,
-                updated_at = ?, record = ?
-            WHERE seq = ?
-            """,
-            (*columns, seq),
-        )
+        # Only the indexed columns that change are set: SQLite rewrites an index's entry
+        # for every column an UPDATE names, changed or not, so naming them all would
+        # dirty a page of the hash and creation-time indexes per retired member (random
+        # places: a REM cycle's commit wrote four times the pages it needed).
+        sets = ["version = ?", "kind = ?", "valid_to = ?", "updated_at = ?", "record = ?"]
+        args: list[object] = [m.version, m.kind.value, valid_to, updated, record]
+        if (old.status, old.tier) != (m.status.value, m.tier.value):
+            sets += ["status = ?", "tier = ?"]
+            args += [m.status.value, m.tier.value]
+        if (old.key, old.valid_from) != (m.key, valid_from):
+            sets += ["key = ?", "valid_from = ?"]
+            args += [m.key, valid_from]
+        if old.digest != digest:
+            sets.append("content_hash = ?")
+            args.append(digest)
+        if old.created != created:
+            sets.append("created_at = ?")
+            args.append(created)
+        conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE seq = ?", (*args, seq))
     if seq > SEQ_MASK:
         raise BackendUnavailable(f"{path} holds more records than reverie supports")
     if old is None or (old.status, old.tier) != (m.status.value, m.tier.value):
@@ -155,7 +160,6 @@ def put(
         active=m.is_active,
         text=m.text,
     )
-    created = micros(m.created_at)
     entities = sorted(m.entities)
     if (
         old is not None and old.created == created and old.entities is not None
