@@ -129,9 +129,9 @@ def put(
     else:
         seq = old.seq
         # Only the indexed columns that change are set: SQLite rewrites an index's entry
-        # for every column an UPDATE names, changed or not, so naming them all would
-        # dirty a page of the hash and creation-time indexes per retired member (random
-        # places: a REM cycle's commit wrote four times the pages it needed).
+        # for every column an UPDATE names, changed or not, so naming them all dirtied a
+        # page of the hash and creation-time indexes per retired member, at random places
+        # (ids are random): a fifth of a REM cycle's writes to the file at 20k memories.
         sets = ["version = ?", "kind = ?", "valid_to = ?", "updated_at = ?", "record = ?"]
         args: list[object] = [m.version, m.kind.value, valid_to, updated, record]
         if (old.status, old.tier) != (m.status.value, m.tier.value):
