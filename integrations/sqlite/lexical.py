@@ -392,7 +392,6 @@ def _rewrite(
         mine[firsts[max(at, 0)]].append(seq)
     docs = 0
     gone: list[tuple[int]] = []
-    kept: list[tuple[Any, ...]] = []
     made: list[tuple[Any, ...]] = []
     for first in firsts:
         rid, s_raw, t_raw, n_raw = found[first]
@@ -406,28 +405,15 @@ def _rewrite(
         order = np.argsort(seqs, kind="stable")
         seqs, tfs, lens = seqs[order], tfs[order], lens[order]
         docs += len(seqs) - len(keep)
-        if not len(seqs):
-            gone.append((rid,))
-            continue
-        # the block's first part is written over its own row, in place: a deleted and
-        # re-inserted row would move to the table's end and leave its page half empty,
-        # and each REM batch rewrites thousands of blocks
+        gone.append((rid,))
         for i in range(0, len(seqs), BLOCK):
             j = min(i + BLOCK, len(seqs))
-            part = (
-                int(seqs[i]), int(seqs[j - 1]), j - i, seqs[i:j].astype(_SEQ).tobytes(),
-                tfs[i:j].astype(_INT).tobytes(), lens[i:j].astype(_INT).tobytes(),
-            )
-            if i == 0:
-                kept.append((*part, rid))
-            else:
-                made.append((num, term, *part))
+            made.append((
+                num, term, int(seqs[i]), int(seqs[j - 1]), j - i,
+                seqs[i:j].astype(_SEQ).tobytes(), tfs[i:j].astype(_INT).tobytes(),
+                lens[i:j].astype(_INT).tobytes(),
+            ))
     conn.executemany("DELETE FROM lexical_postings WHERE id = ?", gone)
-    conn.executemany(
-        "UPDATE lexical_postings SET first_seq = ?, last_seq = ?, n = ?, seqs = ?, tfs = ?, "
-        "lens = ? WHERE id = ?",
-        kept,
-    )
     conn.executemany(
         "INSERT INTO lexical_postings (num, term, first_seq, last_seq, n, seqs, tfs, lens) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
