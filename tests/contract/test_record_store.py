@@ -247,6 +247,43 @@ def test_find_by_key_returns_every_version_oldest_first(record_store: RecordStor
     assert record_store.find_by_key("ns", "semantic|nobody|is") == []
 
 
+def test_an_update_is_found_by_each_looked_up_value_it_changes(
+    record_store: RecordStore,
+) -> None:
+    """A store may write only the lookup columns an update changes (SQLite does, since
+    naming an unchanged indexed column rewrites its index entry): each lookup must then
+    follow a change of its own value, and keep finding what did not change."""
+    key = fact_key(Kind.SEMANTIC, "alice", "lives in")
+    other = fact_key(Kind.SEMANTIC, "alice", "works at")
+    m = make_memory(id="m", text="Alice lives in Oslo", kind=Kind.SEMANTIC, key=key)
+    put(record_store, m)
+    m = m.evolve(importance=0.9)  # the record alone: every lookup still finds it
+    put(record_store, m)
+    assert [x.id for x in record_store.find_by_key("ns", key)] == ["m"]
+    m = m.evolve(text="Alice lives in Rome")
+    put(record_store, m)
+    free = make_memory(id="free", text="Bob likes tea")
+    put(record_store, free)
+    free = free.evolve(text="Bob likes coffee")
+    put(record_store, free)
+    assert record_store.find_by_hash("ns", content_hash("Bob likes tea")) is None
+    found = record_store.find_by_hash("ns", content_hash("Bob likes coffee"))
+    assert found is not None and found.id == "free"
+    m = m.evolve(key=other, valid_from=T0 + timedelta(days=3))
+    put(record_store, m)
+    assert record_store.find_by_key("ns", key) == []
+    assert [x.id for x in record_store.find_by_key("ns", other)] == ["m"]
+    created = getattr(record_store, "created_times", None)
+    if created is not None:  # a store that reads creation times from a column
+        free = free.evolve(created_at=T0 + timedelta(days=9))
+        put(record_store, free)
+        assert created("ns", ["free"]) == {"free": T0 + timedelta(days=9)}
+    put(record_store, free.evolve(status=Status.SUPERSEDED, tier=Tier.UNIT))
+    assert record_store.find_by_hash("ns", content_hash("Bob likes coffee")) is None
+    counts = record_store.count("ns")
+    assert counts.get("status:superseded") == 1 and counts.get("status:active") == 1
+
+
 def test_find_by_entity_newest_active_first_with_limit(record_store: RecordStore) -> None:
     def mem(i: str, hours: int, **kw: Any) -> Memory:
         return make_memory(id=i, entities={"alice", "x"}, created_at=T0 + timedelta(hours=hours),
