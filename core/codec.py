@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -204,7 +205,10 @@ class DecodedRecords:
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise InvalidInput(f"decoded-record cache size must be an int >= 0, got {size!r}")
         self.size = size
-        self._memo: dict[str | bytes, Memory] = {}
+        # an OrderedDict drops its oldest entry in O(1); a dict's next(iter()) walks over
+        # the slots its earlier deletions left at its front (at 10,000 entries an insert
+        # cost 3.3 us that way, 0.4 us this way)
+        self._memo: OrderedDict[str | bytes, Memory] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -233,7 +237,7 @@ class DecodedRecords:
                 memo = self._memo
                 memo[raw] = m
                 while len(memo) > self.size:
-                    del memo[next(iter(memo))]
+                    memo.popitem(last=False)
 
     def forget(self, namespace: str, ids: Iterable[str] | None = None) -> None:
         """Drop the decoded records of `ids` (None: every record) of `namespace`, so a

@@ -177,8 +177,9 @@ class SQLiteStore:
                         rows,
                     )
             records.recount_edges(conn, ns, added - gone)
-        for m, record in encoded:  # committed: recall will read these back
-            self._decoded.remember(record, m)
+        for m, record in encoded:  # committed: recall will read the active ones back
+            if m.is_active:  # (a REM cycle's retired members would only push them out)
+                self._decoded.remember(record, m)
 
     def touch_many(
         self,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from reverie.core.models import Status
 from reverie.core.ports import RecordStore, WriteBatch
 from reverie.integrations.redis.store import RedisStore
 from reverie.integrations.sqlite.store import SQLiteStore
@@ -91,3 +92,17 @@ def test_the_sqlite_store_can_keep_fewer_or_no_decoded_records(tmp_path: Path) -
         assert list(got.values()) == memories and len(reader._decoded) == kept
         reader.close()
     writer.close()
+
+
+def test_a_write_keeps_its_active_records_decoded_and_not_the_retired(tmp_path: Path) -> None:
+    """The writer's next recall reads its new memories back, so they stay decoded; a
+    REM cycle retires thousands of members no recall returns, and remembering them
+    would push the active ones out of the cache."""
+    with SQLiteStore(tmp_path / "reverie.db", decoded_records=10) as store:
+        kept, retired = make_memory(), make_memory()
+        store.commit(WriteBatch("ns", puts=(kept, retired)))
+        assert len(store._decoded) == 2
+        store.commit(WriteBatch("ns", puts=(retired.evolve(status=Status.CONSOLIDATED),)))
+        assert len(store._decoded) == 2  # the retired version was not added
+        assert {m.id: m.status for m in store._decoded._memo.values()} == {
+            kept.id: Status.ACTIVE, retired.id: Status.ACTIVE}
