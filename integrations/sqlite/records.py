@@ -114,6 +114,9 @@ def put(
     created, valid_from = micros(m.created_at), micros(m.valid_since)
     valid_to = None if m.valid_to is None else micros(m.valid_to)
     updated = micros(m.updated_at or m.created_at)
+    # the (status, tier) count the record leaves, if it moves to another
+    left = None if old is None or (old.status, old.tier) == (m.status.value, m.tier.value) else (
+        old.status, old.tier)
     if old is None:
         cur = conn.execute(
             """
@@ -134,7 +137,7 @@ def put(
         # (ids are random): a fifth of a REM cycle's writes to the file at 20k memories.
         sets = ["version = ?", "kind = ?", "valid_to = ?", "updated_at = ?", "record = ?"]
         args: list[object] = [m.version, m.kind.value, valid_to, updated, record]
-        if (old.status, old.tier) != (m.status.value, m.tier.value):
+        if left is not None:
             sets += ["status = ?", "tier = ?"]
             args += [m.status.value, m.tier.value]
         if (old.key, old.valid_from) != (m.key, valid_from):
@@ -149,10 +152,10 @@ def put(
         conn.execute(f"UPDATE memories SET {', '.join(sets)} WHERE seq = ?", (*args, seq))
     if seq > SEQ_MASK:
         raise BackendUnavailable(f"{path} holds more records than reverie supports")
-    if old is None or (old.status, old.tier) != (m.status.value, m.tier.value):
+    if old is None or left is not None:
         counts[(m.status.value, m.tier.value)] += 1
-        if old is not None:
-            counts[(old.status, old.tier)] -= 1
+        if left is not None:
+            counts[left] -= 1
     # The lexical index follows the active set.
     fulltext.follow(
         conn, ns, seq,
