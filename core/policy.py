@@ -398,12 +398,13 @@ class MaintenancePolicy:
     # most this many: an extractive digest's embedding blurs as it grows
     sweep_digest_size: int = _num(4, _POSITIVE)
     # The cycle commits this many clusters per store transaction where the store groups
-    # writes (`BatchesWrites`, SQLite): the batch is atomic (so a cluster's journal keeps
-    # only "done"), the postings of words shared by many members are rewritten once per
+    # writes (`BatchesWrites`, SQLite): the batch is atomic (so its clusters journal
+    # nothing), the postings of words shared by many members are rewritten once per
     # batch, and one commit serves the batch. Higher is faster; other writers wait for a
     # whole batch, and a process killed mid-batch redoes that batch's clusters on resume.
-    # 1 = one at a time.
-    commit_batch_clusters: int = _num(32, _POSITIVE)
+    # At 100k memories a batch of 64 holds the file about 140 ms (32: 70 ms) and the cycle
+    # takes about 5% less time than with 32. 1 = one at a time.
+    commit_batch_clusters: int = _num(64, _POSITIVE)
     synthesis_max_workers: int = _num(4, _POSITIVE)  # concurrent LLM calls: a call is slow
     synthesis_retries: int = _num(2)  # re-asks after an unusable answer, before the fallback
     # The maintenance lease on a namespace (a cycle, a sweep): its holder renews it every third

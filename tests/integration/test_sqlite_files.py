@@ -291,7 +291,7 @@ def test_a_version_1_file_is_migrated_and_searches_with_the_shared_rules(tmp_pat
         # the time of the last write, kept since schema 6, was filled from the records
         assert store.last_write("ns") == max(painted.created_at, old.created_at)
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     # the kept counts were filled from the records: "ns" holds one active and one
     # superseded trace, "other" one active
     assert sorted(conn.execute("SELECT namespace, status, tier, n FROM memory_counts")) == [
@@ -403,3 +403,39 @@ def test_a_schema_7_file_gains_exact_term_bounds(tmp_path: Path) -> None:
     # "tea" three times at most (i % 3 == 2), in "tea n0" at shortest (2 terms); "x" six
     # times at most (i % 7 == 6), in "road x n15" at shortest (3 terms)
     assert got["tea"] == (3, 2) and got["x"] == (6, 3)
+
+
+def test_a_schema_9_journal_moves_to_a_rowid_table_with_its_entries(tmp_path: Path) -> None:
+    """An interrupted REM cycle's plan and a cluster's entry, written by a release whose
+    journal was a WITHOUT ROWID table, are still there to resume from after the upgrade;
+    the entries then live apart from their keys, so looking a key up never reads another
+    entry's overflow pages (a plan of every cluster is megabytes)."""
+    path = tmp_path / "memory.db"
+    plan = {"state": "committing", "clusters": [{"members": [f"m{i}" for i in range(4000)]}]}
+    with SQLiteStore(path) as store:
+        store.journal_put("ns", "plan", plan)
+        store.journal_put("ns", "fp1", {"state": "node", "members": ["a", "b"]})
+    conn = sqlite3.connect(path)
+    rows = list(conn.execute("SELECT namespace, fingerprint, entry FROM journal"))
+    conn.execute("DROP TABLE journal")
+    conn.execute(
+        "CREATE TABLE journal (namespace TEXT NOT NULL, fingerprint TEXT NOT NULL, "
+        "entry TEXT NOT NULL, PRIMARY KEY (namespace, fingerprint)) WITHOUT ROWID"
+    )
+    conn.executemany("INSERT INTO journal VALUES (?, ?, ?)", rows)
+    conn.execute("PRAGMA user_version = 9")
+    conn.commit()
+    conn.close()
+    with SQLiteStore(path) as store:
+        assert store.journal_get("ns", "plan") == plan
+        assert store.journal_get("ns", "fp1") == {"state": "node", "members": ["a", "b"]}
+        assert store.journal_get("other", "plan") is None
+        store.journal_put("ns", "fp1", {"state": "edges", "members": ["a", "b"]})
+        assert store.journal_get("ns", "fp1") == {"state": "edges", "members": ["a", "b"]}
+        store.journal_delete("ns", ["plan"])
+        assert store.journal_get("ns", "plan") is None
+    conn = sqlite3.connect(path)
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'journal'").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    conn.close()
+    assert "WITHOUT ROWID" not in sql.upper() and version == SCHEMA_VERSION
