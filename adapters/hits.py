@@ -50,5 +50,6 @@ def explanation_dict(e: Explanation) -> dict[str, object]:
         "via": e.via,
         "context": shown(e.context),
         "speaker": shown(e.speaker),
+        "period": shown(e.period),
         "note": e.note,
     }

@@ -48,12 +48,14 @@ from .retrieval import (
     expand,
     fuse,
     needs_similarity,
+    period_focus,
     rank,
     ranking_key,
     unseen_similarity_bound,
 )
 from .scoring import importance_score
 from .text import names_asked
+from .time_refs import Period, named_period
 
 # below a bound by this much per unit of their own relevance missing, so that neighbours
 # held at one bound do not tie (an exact tie would be broken by random memory ids)
@@ -82,6 +84,9 @@ class RecallRequest:
     # the people the question names (`names_asked`): what they said scores higher
     # (`speaker_weight`)
     names: frozenset[str] = frozenset()
+    # the calendar period the question names ("in December 2023"): what was observed
+    # outside it ranks lower (`period_weight`)
+    period: Period | None = None
 
     def speaker_bound(self, policy: Policy) -> float:
         """The weight a speaker the question names may add to a score (`with_speaker`)."""
@@ -154,6 +159,7 @@ class RecallPath:
             vector=vector,
             past=asks_about_past(query),
             names=names_asked(query),
+            period=named_period(query),
         )
 
     def recall(self, ns: str, req: RecallRequest) -> RecallResult:
@@ -255,9 +261,11 @@ class RecallPath:
                 ns, candidates, dense, req.admit, side
             )
             candidates = conversation_context(candidates, seeds, times, policy)
+            if req.period is not None:
+                candidates = period_focus(candidates, times, req.period, policy)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, read)
             return candidates, memories, ranked
-        candidates = fuse(dense, lexical, policy)
+        candidates = self._in_period(ns, req, fuse(dense, lexical, policy), side.early)
         memories, ranked = self._fetch_ranked(ns, candidates, places, req, side.early)
         need = needs_similarity(
             lexical_only,
@@ -270,9 +278,22 @@ class RecallPath:
         )
         extra = self.reads.similarities(ns, qvec, need, side.cosines) if need else {}
         if extra:
-            candidates = fuse(dense, lexical, policy, extra)
+            candidates = self._in_period(ns, req, fuse(dense, lexical, policy, extra), memories)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, memories)
         return candidates, memories, ranked
+
+    def _in_period(
+        self,
+        ns: str,
+        req: RecallRequest,
+        candidates: dict[str, Candidate],
+        read: Mapping[str, Memory],
+    ) -> dict[str, Candidate]:
+        """`period_focus` where the question names a period (its times read first)."""
+        if req.period is None or self.ctx.policy.retrieval.period_weight <= 0:
+            return candidates
+        times = self.reads.created_times(ns, candidates, read)
+        return period_focus(candidates, times, req.period, self.ctx.policy)
 
     def _fetch_ranked(
         self,
@@ -359,8 +380,7 @@ class RecallPath:
             lent = raised - own.relevance
             if lent <= 0:
                 continue
-            lifted[i] = Candidate(i, own.dense, own.lexical, own.relevance + lent, own.hops,
-                                  own.via, own.context + lent)
+            lifted[i] = own._replace(relevance=own.relevance + lent, context=own.context + lent)
         if not lifted:
             return candidates, ranked
         placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
@@ -444,8 +464,7 @@ class RecallPath:
                 continue
             # A retired version has left the lexical index (BM25 covers current texts), so
             # its relevance lacks the lexical half: its cosine stands for the whole.
-            c = Candidate(c.id, c.dense, c.lexical, max(c.relevance, c.dense), c.hops, c.via,
-                          c.context)
+            c = c._replace(relevance=max(c.relevance, c.dense))
             if best_possible(c.relevance, policy, req.speaker_bound(policy)) >= cut:
                 olders[cid] = c
         known = dict(memories)
@@ -528,6 +547,7 @@ class RecallPath:
                     via=r.candidate.via,
                     context=r.candidate.context,
                     speaker=r.speaker,
+                    period=r.candidate.period,
                     note=(notes or {}).get(r.memory.id) or restored_note(r.memory),
                 ),
             )

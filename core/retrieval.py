@@ -20,6 +20,7 @@ from .policy import Policy
 from .ports import LexicalHit, VectorHit
 from .scoring import decay_score, final_score, never_decays
 from .text import speaker_name
+from .time_refs import Period
 
 
 def shown(x: float) -> float:
@@ -49,6 +50,9 @@ class Explanation:
     # placed below its newer version: which, and when the newer was observed
     note: str | None = None
     speaker: float = 0.0  # added because the memory's speaker is someone the question names
+    # relevance taken away because the memory was observed outside the calendar period
+    # the question names ("in December 2023": `period_weight`)
+    period: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -63,6 +67,7 @@ class Explanation:
             "via": self.via,
             "context": shown(self.context),
             "speaker": shown(self.speaker),
+            "period": shown(self.period),
             "note": self.note,
         }
 
@@ -80,6 +85,7 @@ class Candidate(NamedTuple):
     hops: int = 0
     via: str | None = None
     context: float = 0.0
+    period: float = 0.0  # relevance taken away: observed outside the period asked about
 
 
 def fuse(
@@ -108,6 +114,33 @@ def fuse(
         d = dense_by_id.get(cid, 0.0)
         lx = max(0.0, lex_by_id.get(cid, 0.0))
         out[cid] = Candidate(cid, d, lx, w * d + (1.0 - w) * lx)
+    return out
+
+
+def period_focus(
+    candidates: Mapping[str, Candidate],
+    times: Mapping[str, datetime],
+    period: Period,
+    policy: Policy,
+) -> dict[str, Candidate]:
+    """Keep (1 - period_weight) of the relevance of every candidate observed outside the
+    period the question names (widened by the policy's slack); a candidate of unknown time
+    keeps its own. Relative order inside and outside the period is unchanged."""
+    r = policy.retrieval
+    if r.period_weight <= 0:
+        return dict(candidates)
+    span = period.widened(timedelta(days=r.period_min_slack_days), r.period_slack)
+    keep = 1.0 - r.period_weight
+    out: dict[str, Candidate] = {}
+    for cid, cand in candidates.items():
+        at = times.get(cid)
+        if at is None or span.start <= at < span.end:
+            out[cid] = cand
+        else:
+            out[cid] = cand._replace(
+                relevance=cand.relevance * keep,
+                period=cand.period + cand.relevance * r.period_weight,
+            )
     return out
 
 
