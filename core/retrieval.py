@@ -125,11 +125,16 @@ def period_focus(
 ) -> dict[str, Candidate]:
     """Keep (1 - period_weight) of the relevance of every candidate observed outside the
     period the question names (widened by the policy's slack); a candidate of unknown time
-    keeps its own. Relative order inside and outside the period is unchanged."""
+    keeps its own. Relative order inside and outside the period is unchanged. When no
+    candidate was observed in the period, nothing changes: the question then asks about
+    a time before the memory began ("where did I live in 2015?", told years later), and
+    the date says nothing about when its answer was told."""
     r = policy.retrieval
     if r.period_weight <= 0:
         return dict(candidates)
     span = period.widened(timedelta(days=r.period_min_slack_days), r.period_slack)
+    if not any(span.start <= times[c] < span.end for c in candidates if c in times):
+        return dict(candidates)
     keep = 1.0 - r.period_weight
     out: dict[str, Candidate] = {}
     for cid, cand in candidates.items():

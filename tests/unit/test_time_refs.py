@@ -86,3 +86,19 @@ def test_outside_the_widened_period_keeps_one_minus_the_weight() -> None:
     assert strong["months later"].relevance == pytest.approx(0.24)
     assert strong["told next day"].relevance > strong["months later"].relevance
     assert period_focus(cands, times, period, p.replace(period_weight=0.0)) == cands
+
+
+def test_a_period_no_candidate_was_observed_in_changes_nothing() -> None:
+    """"Where did I live in 2015?", asked of memories told since 2023: the answer was
+    told later, so the date cannot tell the right memory from the others."""
+    p = Policy(period_weight=0.5)
+    cands = {
+        "told in 2023": Candidate("told in 2023", 0.6, 0.8, 0.7),
+        "told in 2024": Candidate("told in 2024", 0.5, 0.1, 0.3),
+    }
+    times = {"told in 2023": day(2023, 3, 1), "told in 2024": day(2024, 5, 2)}
+    assert period_focus(cands, times, Period(day(2015, 1, 1), day(2016, 1, 1)), p) == cands
+    # one of them observed in the period asked about: the other keeps half
+    moved = period_focus(cands, times, Period(day(2024, 1, 1), day(2025, 1, 1)), p)
+    assert moved["told in 2023"].relevance == pytest.approx(0.35)
+    assert moved["told in 2024"] == cands["told in 2024"]
