@@ -385,7 +385,7 @@ def arbitrate(
             ):
                 score = r.score + _ABOVE
         base = cur.candidate if cur is not None else Candidate(new.id, 0.0, 0.0, rel)
-        cand = base._replace(id=new.id, relevance=rel)
+        cand = base.evolve(id=new.id, relevance=rel)
         by_id[new.id] = Ranked(new, cand, decay, score, cur.speaker if cur else 0.0)
         snippet = old.text if len(old.text) <= _SNIPPET else old.text[: _SNIPPET - 1] + "…"
         note = (

@@ -380,7 +380,7 @@ class RecallPath:
             lent = raised - own.relevance
             if lent <= 0:
                 continue
-            lifted[i] = own._replace(relevance=own.relevance + lent, context=own.context + lent)
+            lifted[i] = own.evolve(relevance=own.relevance + lent, context=own.context + lent)
         if not lifted:
             return candidates, ranked
         placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
@@ -464,7 +464,7 @@ class RecallPath:
                 continue
             # A retired version has left the lexical index (BM25 covers current texts), so
             # its relevance lacks the lexical half: its cosine stands for the whole.
-            c = c._replace(relevance=max(c.relevance, c.dense))
+            c = c.evolve(relevance=max(c.relevance, c.dense))
             if best_possible(c.relevance, policy, req.speaker_bound(policy)) >= cut:
                 olders[cid] = c
         known = dict(memories)

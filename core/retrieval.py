@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -87,6 +87,11 @@ class Candidate(NamedTuple):
     context: float = 0.0
     period: float = 0.0  # relevance taken away: observed outside the period asked about
 
+    def evolve(self, **changes: Any) -> Candidate:
+        """A copy with some fields changed: every step after fusion keeps the terms the
+        earlier ones set (context, period), which a fresh tuple would drop."""
+        return self._replace(**changes)
+
 
 def fuse(
     dense: Sequence[VectorHit],
@@ -142,7 +147,7 @@ def period_focus(
         if at is None or span.start <= at < span.end:
             out[cid] = cand
         else:
-            out[cid] = cand._replace(
+            out[cid] = cand.evolve(
                 relevance=cand.relevance * keep,
                 period=cand.period + cand.relevance * r.period_weight,
             )
