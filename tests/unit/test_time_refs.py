@@ -3,9 +3,11 @@ it (numbers checked by hand)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reverie.core import Policy
 from reverie.core.retrieval import Candidate, period_focus
@@ -102,3 +104,15 @@ def test_a_period_no_candidate_was_observed_in_changes_nothing() -> None:
     moved = period_focus(cands, times, Period(day(2024, 1, 1), day(2025, 1, 1)), p)
     assert moved["told in 2023"].relevance == pytest.approx(0.35)
     assert moved["told in 2024"] == cands["told in 2024"]
+
+
+@given(st.dates(min_value=date(1900, 1, 1), max_value=date(2099, 12, 31)))
+def test_every_written_form_of_a_day_names_that_day(d: date) -> None:
+    month = d.strftime("%B")
+    want = Period(day(d.year, d.month, d.day), day(d.year, d.month, d.day) + timedelta(days=1))
+    for text in (f"on {d.day} {month}, {d.year}?", f"on {month} {d.day}, {d.year}",
+                 f"the {d.day}th of {month.lower()} {d.year}", f"on {month[:3]} {d.day} {d.year}"):
+        assert named_period(text) == want, text
+    whole = named_period(f"what happened in {month} {d.year}")
+    assert whole is not None and whole.start == day(d.year, d.month, 1)
+    assert whole.start <= want.start and want.end <= whole.end
