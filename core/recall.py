@@ -261,8 +261,7 @@ class RecallPath:
                 ns, candidates, dense, req.admit, side
             )
             candidates = conversation_context(candidates, seeds, times, policy)
-            if req.period is not None:
-                candidates = period_focus(candidates, times, req.period, policy)
+            candidates = self._in_period(ns, req, candidates, read, times)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, read)
             return candidates, memories, ranked
         candidates = self._in_period(ns, req, fuse(dense, lexical, policy), side.early)
@@ -288,11 +287,14 @@ class RecallPath:
         req: RecallRequest,
         candidates: dict[str, Candidate],
         read: Mapping[str, Memory],
+        times: Mapping[str, datetime] | None = None,
     ) -> dict[str, Candidate]:
-        """`period_focus` where the question names a period (its times read first)."""
+        """`period_focus` where the question names a period, with the candidates' times
+        (read here unless the caller has them)."""
         if req.period is None or self.ctx.policy.retrieval.period_weight <= 0:
             return candidates
-        times = self.reads.created_times(ns, candidates, read)
+        if times is None:
+            times = self.reads.created_times(ns, candidates, read)
         return period_focus(candidates, times, req.period, self.ctx.policy)
 
     def _fetch_ranked(

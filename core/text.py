@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from .policy import Policy
+from .time_refs import MONTH_PATTERN
 
 
 def normalize_text(text: str) -> str:
@@ -41,13 +42,10 @@ _NOT_ENTITIES = frozenset(
     ]
 )
 _WORD = re.compile(r"[A-Za-z][\w'&.-]*")
-_MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|"
-    r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-)
 DATE_PATTERN = re.compile(
     rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?|"
-    rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+    rf"\d{{1,2}}(?:st|nd|rd|th)?\s+{MONTH_PATTERN}\b|"
+    rf"{MONTH_PATTERN}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
     rf"(?:19|20)\d{{2}}\b|(?:last|next|this)\s+(?:week|month|year|weekend)|"
     rf"(?:yesterday|tomorrow|tonight))",
     re.IGNORECASE,

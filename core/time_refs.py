@@ -15,9 +15,11 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-__all__ = ["Period", "named_period"]
+__all__ = ["MONTHS", "MONTH_PATTERN", "Period", "named_period"]
 
-_MONTHS = {
+# every name of a month (full and abbreviated) and its number; `core/text.py` reads dates
+# with the same names
+MONTHS = {
     name: n
     for n, names in enumerate(
         (
@@ -30,18 +32,22 @@ _MONTHS = {
     )
     for name in names
 }
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+MONTH_PATTERN = "(?:" + "|".join(sorted(MONTHS, key=len, reverse=True)) + ")"
 _DAY = r"(?P<{0}>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<{0}>(?:19|20)\d\d)"
 _PATTERNS = (
     # 7 July 2023, 7th of July, 2023
     re.compile(
-        rf"\b{_DAY.format('d')}\s+(?:of\s+)?(?P<m>{_MONTH})\.?,?\s+{_YEAR.format('y')}\b", re.I
+        rf"\b{_DAY.format('d')}\s+(?:of\s+)?(?P<m>{MONTH_PATTERN})\.?,?\s+"
+        rf"{_YEAR.format('y')}\b",
+        re.I,
     ),
     # July 7, 2023
-    re.compile(rf"\b(?P<m>{_MONTH})\.?\s+{_DAY.format('d')},?\s+{_YEAR.format('y')}\b", re.I),
+    re.compile(
+        rf"\b(?P<m>{MONTH_PATTERN})\.?\s+{_DAY.format('d')},?\s+{_YEAR.format('y')}\b", re.I
+    ),
     # July 2023, July of 2023
-    re.compile(rf"\b(?P<m>{_MONTH})\.?,?\s+(?:of\s+)?{_YEAR.format('y')}\b", re.I),
+    re.compile(rf"\b(?P<m>{MONTH_PATTERN})\.?,?\s+(?:of\s+)?{_YEAR.format('y')}\b", re.I),
     # in 2023, during 2023, of 2023
     re.compile(rf"\b(?:in|during|of|throughout)\s+{_YEAR.format('y')}\b", re.I),
 )
@@ -88,9 +94,9 @@ def named_period(text: str) -> Period | None:
                 continue  # already read by a more precise form
             year = int(m["y"])
             if n < 2:
-                period = _day(year, _MONTHS[m["m"].lower()], int(m["d"]))
+                period = _day(year, MONTHS[m["m"].lower()], int(m["d"]))
             elif n == 2:
-                period = _month(year, _MONTHS[m["m"].lower()])
+                period = _month(year, MONTHS[m["m"].lower()])
             else:
                 period = _year(year)
             if period is not None:
