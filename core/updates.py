@@ -715,6 +715,15 @@ def judge(
         kept = [k for k in old.values if k not in _WEAK_TYPES and k not in new.values]
         if kept and len(kept) == len([k for k in old.values if k not in _WEAK_TYPES]):
             contrast = "no new " + "/".join(sorted(kept))
+    # The other way round: a typed value ("I switched to Dr. Okafor") beside an old text
+    # that states none and shares no content word with it ("I burnt the chili again"):
+    # no value of the old text was replaced, and nothing says both speak of one thing.
+    if (
+        same_type is None and contrast is None and not shared
+        and any(k not in _WEAK_TYPES for k in new.values)
+        and not any(k not in _WEAK_TYPES for k in old.values)
+    ):
+        contrast = "no value replaced"
     verdict = Verdict.NONE
     # Never similarity alone: a change word, an intro turn just before that names the
     # subject of an update that does not, or a typed value replaced. A value that

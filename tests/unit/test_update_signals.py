@@ -217,6 +217,28 @@ def test_a_score_exactly_at_outdate_score_outdates() -> None:
     assert s.verdict is Verdict.OUTDATES
 
 
+def test_a_change_told_in_other_words_outdates_from_cue_only_score() -> None:
+    # "from now on" is a change word that says a value was replaced: 0.1 + 0.05; the two
+    # texts share no content word ("way", "work", "ferry" / "commut", "tram")
+    new, old = "From now on my way to work will be by ferry.", "My commute changed to by tram."
+    s = judge(read(new), read(old), 0.36, 0.0, Policy())
+    assert s.same_type is None and s.shared == () and s.contrast is None
+    assert s.score == 0.36 + 0.1 + 0.05 > Policy().updates.cue_only_score  # 0.51 > 0.5
+    assert s.verdict is Verdict.OUTDATES  # a weak link: nothing is retired
+    assert verdict(new, old, 0.34) is Verdict.NONE  # 0.49
+    # on a higher bar the same pair is no version
+    assert verdict(new, old, 0.36, policy=Policy(cue_only_score=0.65)) is Verdict.NONE
+
+
+def test_a_typed_value_beside_a_text_with_none_and_no_shared_word_replaces_nothing() -> None:
+    s = judge(read("I switched to Dr. Okafor."), read("I burnt the chili again, sigh."), 0.6,
+              0.0, Policy())
+    assert s.contrast == "no value replaced" and s.verdict is Verdict.NONE
+    # with a word in common the older text may be the thing the value is about
+    assert verdict("My diet is no longer Mediterranean, it's paleo now.",
+                   "I follow a keto diet.", 0.5) is Verdict.OUTDATES
+
+
 def test_a_shared_word_qualified_apart_is_found_after_words_the_other_text_lacks() -> None:
     # "office party" names nothing in the old text; "travel budget" / "marketing budget"
     # are two budgets all the same
