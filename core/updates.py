@@ -711,18 +711,15 @@ def judge(
     # An untyped change beside an old text that states typed values, none of whose types
     # the new one states: it speaks of something else about the same thing ("The food
     # bank moved to a warehouse" after "I volunteer at the food bank on Wednesdays").
+    old_typed = [k for k in old.values if k not in _WEAK_TYPES]
     if same_type is None and contrast is None:
-        kept = [k for k in old.values if k not in _WEAK_TYPES and k not in new.values]
-        if kept and len(kept) == len([k for k in old.values if k not in _WEAK_TYPES]):
+        kept = [k for k in old_typed if k not in new.values]
+        if kept and len(kept) == len(old_typed):
             contrast = "no new " + "/".join(sorted(kept))
     # The other way round: a typed value ("I switched to Dr. Okafor") beside an old text
     # that states none and shares no content word with it ("I burnt the chili again"):
     # no value of the old text was replaced, and nothing says both speak of one thing.
-    if (
-        same_type is None and contrast is None and not shared
-        and any(k not in _WEAK_TYPES for k in new.values)
-        and not any(k not in _WEAK_TYPES for k in old.values)
-    ):
+    if same_type is None and contrast is None and not shared and typed and not old_typed:
         contrast = "no value replaced"
     verdict = Verdict.NONE
     # Never similarity alone: a change word, an intro turn just before that names the
