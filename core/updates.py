@@ -120,6 +120,14 @@ STRONG_CUE = _Folded(
 _PAST = _Folded(r"\b(?:was|were|had|did)\b")
 
 STATE = _Folded(r"\b(?:favou?rite|prefer(?:red|ence)?|usual(?:ly)?|current(?:ly)?)\b")
+# A request to the assistant asks as a question does, and states no value of its own
+# ("Tell me a fun fact about volcanoes.", "I need a gift idea for my sister.").
+_REQUEST = _Folded(
+    r"^(?:(?:please|hey|ok(?:ay)?|so),?\s+)?(?:(?:tell|give|show|help|teach) me|explain|"
+    r"suggest|recommend|(?:can|could|would|will) you)\b"
+    r"|^i(?: need| want| could use|[’']d like| would like) (?:a|an|some|any)\b.{0,40}?\b"
+    r"(?:ideas?|tips?|advice|suggestions?|recommendations?)\b"
+)
 
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
@@ -340,7 +348,8 @@ def read(text: str) -> Reading:
         # a name's words are no content words where the name stands, and are elsewhere:
         # "The phone I use is a Nothing Phone" speaks of a phone
         content(_words(_blank(low, named))), seq, cue,
-        body.rstrip().endswith("?"), speaker_name(text),
+        body.rstrip().endswith("?") or _REQUEST.search(body, lower) is not None,
+        speaker_name(text),
         cue and STRONG_CUE.search(body, lower) is not None,
         STATE.search(body, lower) is not None,
         content(lead[:-1]), _PAST.search(body, lower) is not None, _labels(body, lower),

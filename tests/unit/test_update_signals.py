@@ -239,6 +239,27 @@ def test_a_typed_value_beside_a_text_with_none_and_no_shared_word_replaces_nothi
                    "I follow a keto diet.", 0.5) is Verdict.OUTDATES
 
 
+def test_a_request_to_the_assistant_asks_and_states_no_value() -> None:
+    for text in ("user: Tell me a fun fact about volcanoes.",
+                 "user: Please recommend a thriller for tonight.",
+                 "user: Can you explain how tides work.",
+                 "user: I need a gift idea for someone who loves chess.",
+                 "user: I'd like some tips for a picnic in the park."):
+        assert read(text).question, text
+    # a need, a liking or a telling that asks for nothing is a statement
+    for text in ("user: I need a new laptop for work.", "user: I like some tips of asparagus.",
+                 "user: My sister told me about the move.", "user: Tell-tale signs, all of them."):
+        assert not read(text).question, text
+    # so a change turn near a request is no newer version of it, however near the
+    # request is to the turns just before the change (which lend it their subject)
+    new, old = "user: I moved to going by train.", "user: Tell me a fun fact about volcanoes."
+    s = judge(read(new), read(old), 0.19, 0.40, Policy())
+    assert not s.new_value and s.verdict is Verdict.NONE
+    # the same change beside a statement is one (elliptical: the turns before lend 0.40)
+    assert verdict(new, "user: Getting to work means going by ferry.", 0.19, 0.40) is (
+        Verdict.OUTDATES)
+
+
 def test_a_shared_word_qualified_apart_is_found_after_words_the_other_text_lacks() -> None:
     # "office party" names nothing in the old text; "travel budget" / "marketing budget"
     # are two budgets all the same
@@ -354,7 +375,7 @@ _CASE_WORDS = [
     "TUESDAYS", "v2.3", "Red", "no", "LONGER", "Actually", ",", ".", "!", "project", "7",
     "Favourite", "WAS", "Thanks,", "noon", "Midnight", "These", "days", "my", "NEW", "is",
     "Dr.", "eBay", "USD", "1/2/2024", "Mornings", "FYI", "Instead", "of", "Went", "up",
-    "GREEN", "navy", "redwood",
+    "GREEN", "navy", "redwood", "TELL", "me", "I", "NEED", "a", "Tips", "can", "YOU",
 ]
 
 
@@ -367,7 +388,8 @@ def test_the_lower_case_patterns_match_as_the_case_insensitive_ones(
     text = (" " if spaced else "").join(words)
     folded = [p for _, p in updates._VALUE_TYPES if isinstance(p, updates._Folded)]
     for pattern in (updates.CUE, updates.STRONG_CUE, updates.STATE, updates._PAST,
-                    updates._LABEL, updates._WORD_TIMES, updates._VOCATIVE_BEFORE, *folded):
+                    updates._LABEL, updates._WORD_TIMES, updates._VOCATIVE_BEFORE,
+                    updates._REQUEST, *folded):
         cheap = [m.span() for m in pattern.finditer(text, text.lower())]
         assert cheap == [m.span() for m in pattern.any_case.finditer(text)]
     colours = dict(updates._VALUE_TYPES)["colour"]
