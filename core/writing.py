@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from . import updates, validation, vector_sync
 from .cas import retry_conflicts
@@ -115,23 +118,42 @@ class WritePath:
         progress: Callable[[int], None] | None,
     ) -> list[Memory]:
         """Chunk by chunk: the texts not held yet are embedded (a repeat is not embedded
-        again), then the chunk is written. A repeat inside one chunk folds into the memory
+        again), then the chunk is written while the next one is embedded on a worker
+        thread (`EngineContext.pool`). A repeat inside one chunk folds into the memory
         written just before it: looked up inside the chunk's transaction where the store
         batches writes, else refused by the store's duplicate-text rule and folded."""
         ctx = self.ctx
         ns = ctx.namespace(namespace, index=False)  # a write: its vectors may stay queued
         prepared = [self.prepare(ns, _observation(it, n)) for n, it in enumerate(items, 1)]
+        chunks = [prepared[i : i + batch_size] for i in range(0, len(prepared), batch_size)]
         out: list[Memory] = []
-        for i in range(0, len(prepared), batch_size):
-            chunk = prepared[i : i + batch_size]
-            fresh = self._fresh(ns, chunk)
-            embedded: Sequence[Vector] | Vector = (
-                ctx.embed([p.memory.text for p in fresh]) if fresh else []
-            )
-            vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
-            search = self.versions.ask_ahead(ns, [(p, vecs[id(p)]) for p in fresh])
-            out += self._write_chunk(ns, chunk, vecs, search, progress)
+        ahead: Future[tuple[list[Prepared], Vector]] | None = None
+        try:
+            for n, chunk in enumerate(chunks):
+                fresh, embedded = (
+                    ahead.result() if ahead is not None else self._embedded(self._fresh(ns, chunk))
+                )
+                ahead = None
+                if n + 1 < len(chunks):
+                    # the next chunk is embedded while this one is written: a model computes
+                    # outside Python's lock, so the two take no turns. Its repeats of this
+                    # chunk's texts will be held by then: they are looked up when written.
+                    writing = {p.digest for p in chunk}
+                    nxt = [p for p in self._fresh(ns, chunks[n + 1]) if p.digest not in writing]
+                    ahead = ctx.pool.submit(self._embedded, nxt)
+                vecs = {id(p): v for p, v in zip(fresh, embedded, strict=True)}
+                search = self.versions.ask_ahead(ns, [(p, vecs[id(p)]) for p in fresh])
+                out += self._write_chunk(ns, chunk, vecs, search, progress)
+        finally:
+            if ahead is not None:  # a failed chunk: the next one's vectors are not wanted
+                ahead.cancel()
         return out
+
+    def _embedded(self, fresh: list[Prepared]) -> tuple[list[Prepared], Vector]:
+        ctx = self.ctx
+        if not fresh:
+            return fresh, np.zeros((0, ctx.embedder.dimension), dtype=np.float32)
+        return fresh, ctx.embed([p.memory.text for p in fresh])
 
     def _fresh(self, ns: str, chunk: Sequence[Prepared]) -> list[Prepared]:
         """The chunk's texts not held yet (one read where the store can, `KnowsHashes`)."""
