@@ -17,6 +17,7 @@ For each model (all-MiniLM-L6-v2, the default; all-mpnet-base-v2, the `mpnet` ex
 Run: python benchmarks/embedders.py [--weights 0.5 0.6 0.7 0.8] [--models NAME ...]
          [--out benchmarks/results]
      python benchmarks/embedders.py --clustering-only   (refreshes that section alone)
+     python benchmarks/embedders.py --speed-only   (the speeds alone, on an idle machine)
 Writes embedders.{md,json}.
 """
 
@@ -58,6 +59,34 @@ def _bytes_of(dists: Sequence[str]) -> int:
 
 def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def speeds(model: str, conversations: int) -> dict[str, float]:
+    """The bare model on `SPEED_TEXTS` LoCoMo turns, and `observe_many` (embedding
+    included) of the first `conversations` conversations on a fresh embedded engine."""
+    from reverie.core import ManualClock
+    from reverie.core.engine import Observation
+    from reverie.integrations import open_engine
+    from reverie.integrations.embedders import LocalEmbedder
+
+    inner = LocalEmbedder(model=model).load()
+    convs = load(DATA)
+    texts = [t.text for _, ts, _ in convs for t in ts][:SPEED_TEXTS]
+    inner.embed(texts[:64])  # warm
+    t0 = time.perf_counter()
+    inner.embed(texts)
+    bare = len(texts) / (time.perf_counter() - t0)
+    turns = [t for _, ts, _ in convs[:conversations] for t in ts]
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = open_engine(Path(tmp), embedder=inner, clock=ManualClock(turns[-1].at))
+        t0 = time.perf_counter()
+        engine.observe_many([Observation(t.text, source=t.dia_id, at=t.at) for t in turns])
+        engine.flush()
+        ingest = len(turns) / (time.perf_counter() - t0)
+        engine.close()
+    print(f"[{model}] bare {bare:.1f} texts/s, ingest {ingest:.1f} turns/s", file=sys.stderr)
+    return {"bare_texts_per_s": bare, "locomo_ingest_turns_per_s": ingest,
+            "speed_conversations": conversations}
 
 
 def measure(model: str, weights: Sequence[float], conversations: int | None = None,
@@ -172,7 +201,9 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "observed at its session's time, categories 1-4, k=10; tune = conversations 1, 3, "
         "..., report = 2, 4, .... Knowledge updates: the generated scenarios of "
         "`knowledge_updates.py` (both seeded splits), with the model's shipped numbers. "
-        "Ingest: `observe_many` on LoCoMo, embedding included.",
+        "Ingest: `observe_many` on LoCoMo, embedding included"
+        + (f" ({rows[0]['speed_conversations']} conversations, measured apart on an idle "
+           "machine)." if "speed_conversations" in rows[0] else "."),
         "",
         "| model | dim | bare model texts/s | LoCoMo ingest turns/s | venv MB | cache MB | "
         "shipped dense_weight |",
@@ -237,8 +268,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--clustering-only", action="store_true",
                     help="measure only the clustering section again, into the kept result")
+    ap.add_argument("--speed-only", action="store_true",
+                    help="measure only the speeds again (ingest over --conversations, "
+                         "default 2), into the kept result")
     args = ap.parse_args(argv)
-    if args.clustering_only:
+    if args.speed_only:
+        kept = json.loads((args.out / "embedders.json").read_text())
+        rows = kept.pop("rows")
+        meta = kept
+        for r in rows:
+            r.update(speeds(r["model"], args.conversations or 2))
+    elif args.clustering_only:
         kept = json.loads((args.out / "embedders.json").read_text())
         rows = kept.pop("rows")
         meta = kept
