@@ -135,9 +135,10 @@ class WritePath:
                 )
                 ahead = None
                 if n + 1 < len(chunks):
-                    # the next chunk is embedded while this one is written: a model computes
-                    # outside Python's lock, so the two take no turns. Its repeats of this
-                    # chunk's texts will be held by then: they are looked up when written.
+                    # the next chunk is embedded while this one is written: an embedder that
+                    # waits for an answer (an API) or computes outside Python's lock works
+                    # beside the write path. Its repeats of this chunk's texts will be held
+                    # by then: they are looked up when written.
                     writing = {p.digest for p in chunk}
                     nxt = [p for p in self._fresh(ns, chunks[n + 1]) if p.digest not in writing]
                     ahead = ctx.pool.submit(self._embedded, nxt)

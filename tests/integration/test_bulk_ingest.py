@@ -116,30 +116,34 @@ def test_an_embedder_failing_on_a_later_chunk_keeps_the_chunks_before(
     engine.close()
 
 
+class SignalsTheSecondCall(Recording):
+    """The real model; `second` is set when the second call begins."""
+
+    def __init__(self, model: LocalEmbedder) -> None:
+        super().__init__(model)
+        self.second = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if self.calls == 1:
+            self.second.set()
+        return super().embed(texts)
+
+
 def test_the_next_chunk_is_embedded_while_a_chunk_is_written(
     model: LocalEmbedder, tmp_path: Path
 ) -> None:
-    """A bulk import costs about what its embedding costs: the model works on the next
-    chunk while the write path stores this one. The first write of the first chunk waits
-    until the model is asked for the second chunk; written one after the other, it would
-    never be asked, and the import would fail here."""
-    emb = Recording(model)
-    asked_twice = threading.Event()
-    original = emb.embed
-
-    def embed(texts: Sequence[str]) -> Vector:
-        if emb.calls == 1:  # this call is the second
-            asked_twice.set()
-        return original(texts)
-
-    emb.embed = embed  # type: ignore[method-assign]
+    """The embedder is asked for the next chunk while the write path stores this one, so
+    an embedder that waits for its answer (an API) costs its waits, not waits plus writes.
+    The first write of the first chunk waits until the second chunk is asked for; written
+    one after the other, it would never be, and the import would fail here."""
+    emb = SignalsTheSecondCall(model)
     engine = open_engine(tmp_path / "home", embedder=emb, clock=ManualClock(T0))
     texts = ["the ferry leaves at nine", "Mia plays the cello", "rain all week", "a new bike"]
     overlapped: list[bool] = []
 
     def progress(_: int) -> None:
         if not overlapped:
-            overlapped.append(asked_twice.wait(timeout=30))
+            overlapped.append(emb.second.wait(timeout=30))
 
     out = engine.observe_many([Observation(t) for t in texts], batch_size=2, progress=progress)
     assert overlapped == [True]
