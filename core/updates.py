@@ -105,6 +105,7 @@ CUE = _Folded(
     r"have changed|went with|for the record|just so you know|heads up|make that|"
     r"going forward|as of (?:now|today)|fyi)\b"
     r"|\b(?:it'?s|is|are) \w+(?: \w+)? now[.!]?$"  # "It's French now."
+    r"|^(?:[\w'-]+ ){1,3}(?<!for )now[.!]?$"  # "Going by tram now.", not "Bye for now!"
 )
 
 # Change words that say outright that a value was replaced; "actually" or "for the record"

@@ -261,6 +261,21 @@ def test_a_request_to_the_assistant_asks_and_states_no_value() -> None:
         Verdict.OUTDATES)
 
 
+def test_a_short_reply_ending_in_now_says_its_value_changed() -> None:
+    # "Going by tram now." after "About my commute.": a change word, so an elliptical
+    # update with a plain-word value; "for now" means for the time being
+    assert read("user: Going by tram now.").cue
+    assert read("user: Paleo now!").cue
+    assert not read("user: Bye for now!").cue
+    assert not read("user: I'm heading to the station right now.").cue  # a longer sentence
+    new, old = "user: Going by tram now.", "user: My new route to work is on foot."
+    # the intro before it lends 0.45: 0.45 + 0.1 (the change word) = 0.55 >= 0.5
+    s = judge(read(new), read(old), 0.3, 0.45, Policy())
+    assert s.context == 0.45 and s.score == 0.55 and s.verdict is Verdict.OUTDATES
+    # on its own cosine alone (0.3 + 0.1 = 0.4) it is no version
+    assert verdict(new, old, 0.3) is Verdict.NONE
+
+
 def test_a_shared_word_qualified_apart_is_found_after_words_the_other_text_lacks() -> None:
     # "office party" names nothing in the old text; "travel budget" / "marketing budget"
     # are two budgets all the same
@@ -377,6 +392,7 @@ _CASE_WORDS = [
     "Favourite", "WAS", "Thanks,", "noon", "Midnight", "These", "days", "my", "NEW", "is",
     "Dr.", "eBay", "USD", "1/2/2024", "Mornings", "FYI", "Instead", "of", "Went", "up",
     "GREEN", "navy", "redwood", "TELL", "me", "I", "NEED", "a", "Tips", "can", "YOU",
+    "for", "NOW", "Going", "BY", "tram",
 ]
 
 
