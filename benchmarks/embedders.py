@@ -61,22 +61,26 @@ def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def bare_speed(inner: Any) -> float:
+    """The bare model's texts/s on the first `SPEED_TEXTS` LoCoMo turns, warmed first."""
+    texts = [t.text for _, ts, _ in load(DATA) for t in ts][:SPEED_TEXTS]
+    inner.embed(texts[:64])  # warm
+    t0 = time.perf_counter()
+    inner.embed(texts)
+    return len(texts) / (time.perf_counter() - t0)
+
+
 def speeds(model: str, conversations: int) -> dict[str, float]:
-    """The bare model on `SPEED_TEXTS` LoCoMo turns, and `observe_many` (embedding
-    included) of the first `conversations` conversations on a fresh embedded engine."""
+    """The bare model (`bare_speed`), and `observe_many` (embedding included) of the
+    first `conversations` LoCoMo conversations on a fresh embedded engine."""
     from reverie.core import ManualClock
     from reverie.core.engine import Observation
     from reverie.integrations import open_engine
     from reverie.integrations.embedders import LocalEmbedder
 
     inner = LocalEmbedder(model=model).load()
-    convs = load(DATA)
-    texts = [t.text for _, ts, _ in convs for t in ts][:SPEED_TEXTS]
-    inner.embed(texts[:64])  # warm
-    t0 = time.perf_counter()
-    inner.embed(texts)
-    bare = len(texts) / (time.perf_counter() - t0)
-    turns = [t for _, ts, _ in convs[:conversations] for t in ts]
+    bare = bare_speed(inner)
+    turns = [t for _, ts, _ in load(DATA)[:conversations] for t in ts]
     with tempfile.TemporaryDirectory() as tmp:
         engine = open_engine(Path(tmp), embedder=inner, clock=ManualClock(turns[-1].at))
         t0 = time.perf_counter()
@@ -103,11 +107,7 @@ def measure(model: str, weights: Sequence[float], conversations: int | None = No
 
     spec = SPECS[model]
     inner = LocalEmbedder(model=model).load()
-    turns = [t.text for _, ts, _ in load(DATA) for t in ts][:SPEED_TEXTS]
-    inner.embed(turns[:64])  # warm
-    t0 = time.perf_counter()
-    inner.embed(turns)
-    bare = len(turns) / (time.perf_counter() - t0)
+    bare = bare_speed(inner)
     print(f"[{model}] bare model: {bare:.1f} texts/s", file=sys.stderr)
 
     embedder = MemoEmbedder(inner)
@@ -272,21 +272,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="measure only the speeds again (ingest over --conversations, "
                          "default 2), into the kept result")
     args = ap.parse_args(argv)
-    if args.speed_only:
-        kept = json.loads((args.out / "embedders.json").read_text())
-        rows = kept.pop("rows")
-        meta = kept
-        for r in rows:
-            r.update(speeds(r["model"], args.conversations or 2))
-    elif args.clustering_only:
-        kept = json.loads((args.out / "embedders.json").read_text())
-        rows = kept.pop("rows")
-        meta = kept
+    if args.speed_only or args.clustering_only:  # one section again, into the kept result
+        meta = json.loads((args.out / "embedders.json").read_text())
+        rows = meta.pop("rows")
         from reverie.integrations.embedders import LocalEmbedder
 
         for r in rows:
-            r["shipped_changes"] = LocalEmbedder(model=r["model"]).policy_changes
-            r["clustering"] = clustering_quality(r["model"])
+            if args.speed_only:
+                r.update(speeds(r["model"], args.conversations or 2))
+            else:
+                r["shipped_changes"] = LocalEmbedder(model=r["model"]).policy_changes
+                r["clustering"] = clustering_quality(r["model"])
     else:
         rows = [measure(m, args.weights, args.conversations, args.limit) for m in args.models]
         meta = {"machine": "2 cores, CPU only", "python": platform.python_version(),
