@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from . import updates, validation, vector_sync
 from .cas import retry_conflicts
 from .clock import utc
@@ -151,10 +149,7 @@ class WritePath:
         return out
 
     def _embedded(self, fresh: list[Prepared]) -> tuple[list[Prepared], Vector]:
-        ctx = self.ctx
-        if not fresh:
-            return fresh, np.zeros((0, ctx.embedder.dimension), dtype=np.float32)
-        return fresh, ctx.embed([p.memory.text for p in fresh])
+        return fresh, self.ctx.embed_memories([p.memory for p in fresh])
 
     def _fresh(self, ns: str, chunk: Sequence[Prepared]) -> list[Prepared]:
         """The chunk's texts not held yet (one read where the store can, `KnowsHashes`)."""
