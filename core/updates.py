@@ -48,6 +48,18 @@ _ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool
 ROLE_KEYS = ("role", "speaker", "type")  # metadata keys that may name who spoke
 
 
+def speaker_of(text: str, metadata: Mapping[str, Any] | None = None) -> str | None:
+    """Who said this, where the turn tells: the metadata's role, else a speaker prefix
+    ("Caroline: ", "Human: "), lower-cased; the assistant's names are one speaker."""
+    for key in ROLE_KEYS:
+        role = (metadata or {}).get(key)
+        if isinstance(role, str) and role.strip():
+            name = role.strip().casefold()
+            return "assistant" if name in _ASSISTANT_NAMES else name
+    said = speaker_name(text)
+    return "assistant" if said in _ASSISTANT_NAMES else said
+
+
 def is_assistant(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
     """Did an assistant (or the system, or a tool) say this? Read from the metadata's
     role, as the LlamaIndex block records it, else from a speaker prefix ("AI: ",

@@ -53,6 +53,7 @@ class Recent:
     vector: Vector
     assistant: bool
     reading: updates.Reading
+    speaker: str | None = None
     # why it was written as a newer version of an earlier trace, if it was
     link: updates.Signals | None = None
 
@@ -318,6 +319,11 @@ class VersionLinks:
             if best is None or _rank(signals) > _rank(best[1]):
                 best = (m, signals)
         return best
+
+    def last(self, ns: str) -> Recent | None:
+        """The trace this engine wrote last in the namespace, if it keeps it."""
+        q = self._recent.get(ns)
+        return q[-1] if q else None
 
     def remember(self, ns: str, item: Recent) -> None:
         size = self.ctx.policy.updates.recent_turns

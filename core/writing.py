@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from . import updates, validation, vector_sync
 from .cas import retry_conflicts
 from .clock import utc
@@ -71,6 +73,7 @@ class Prepared:
     when: datetime
     assistant: bool  # an assistant's words: never a newer version of anything
     reading: updates.Reading
+    speaker: str | None = None  # who said it, where the turn tells
 
 
 def _phrase_entity(subject: str) -> frozenset[str]:
@@ -186,15 +189,36 @@ class WritePath:
                 else:
                     if vec is None:  # its twin was forgotten since the chunk began
                         vec = ctx.embed([p.memory.text])[0]
+                    indexed = self._in_context(ns, p, vec)
                     stored, _superseded, created = self._write_trace(ns, p, vec, search)
                     out.append(stored)
                     if created:
-                        pending.append((stored, vec))
-                        search.written(stored.id, vec)
+                        pending.append((stored, indexed))
+                        search.written(stored.id, indexed)
                 if progress is not None:
                     progress(1)
         vector_sync.index(ctx, ns, pending, behind=True)
         return out
+
+    def _in_context(self, ns: str, p: Prepared, vec: Vector) -> Vector:
+        """The vector a turn is indexed by: the answer to another speaker's question just
+        before it carries the question's meaning too ("Yes, with the kids!" after "Did you
+        go camping?"), so a later question in the words of the one it answered finds it.
+        Its own text is still judged by its own vector (`Recent`, the update checks)."""
+        policy = self.ctx.policy.retrieval
+        prev = self.versions.last(ns)
+        if (
+            policy.reply_context_weight <= 0 or prev is None or p.speaker is None
+            or prev.speaker is None or prev.speaker == p.speaker
+            or not prev.reading.question
+            or not 0 <= (p.when - prev.memory.created_at).total_seconds()
+            <= policy.context_window_seconds
+        ):
+            return vec
+        mixed = np.asarray(vec, dtype=np.float32) + policy.reply_context_weight * np.asarray(
+            prev.vector, dtype=np.float32)
+        norm = float(np.linalg.norm(mixed))
+        return (mixed / np.float32(norm)).astype(np.float32) if norm > 0 else vec
 
     def prepare(self, ns: str, item: Observation) -> Prepared:
         """Validate one observation and build its trace (nothing is written)."""
@@ -230,7 +254,8 @@ class WritePath:
             pinned=pinned,
         )
         assistant = updates.is_assistant(text, meta)
-        return Prepared(memory, content_hash(text), src, when, assistant, updates.read(text))
+        return Prepared(memory, content_hash(text), src, when, assistant, updates.read(text),
+                        updates.speaker_of(text, meta))
 
     def _write_trace(
         self, ns: str, p: Prepared, vec: Vector,
@@ -277,7 +302,8 @@ class WritePath:
                 raise
             return self._fold(ns, again.id, p.source, p.when), None, False
         self.versions.remember(
-            ns, Recent(out[0], vec, p.assistant, p.reading, judged[-1] if judged else None)
+            ns, Recent(out[0], vec, p.assistant, p.reading, p.speaker,
+                   judged[-1] if judged else None)
         )
         return out
 

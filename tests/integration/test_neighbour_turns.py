@@ -29,8 +29,9 @@ ANSWER = CHAT[3]
 
 def _chat(tmp_path: Path, gap: timedelta, **policy: float) -> tuple[object, list[str]]:
     e = open_engine(tmp_path / "h", clock=ManualClock(T0 + timedelta(days=1)))
-    if policy:
-        e.policy = e.policy.replace(**policy)
+    # the answer is not indexed with the question before it ("who played?"): the lift
+    # alone is measured
+    e.policy = e.policy.replace(reply_context_weight=0.0, **policy)
     ids = [e.observe(t, at=T0 + n * gap).id for n, t in enumerate(CHAT)]
     return e, ids
 

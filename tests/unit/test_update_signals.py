@@ -418,3 +418,15 @@ def test_text_beyond_ascii_folds_case_as_unicode_does() -> None:
     # "ſ" (long s) and "K" (Kelvin) fold to "s" and "k"; lower-casing keeps them
     assert read("I ſwitched to tea").cue
     assert read("My salary is $90\u212a now").values["money"] == {"$90k"}
+
+
+def test_a_turn_names_its_speaker_by_role_else_by_prefix() -> None:
+    assert updates.speaker_of("Caroline: Did you go camping?") == "caroline"
+    assert updates.speaker_of("AI: Sure, here it is.") == "assistant"
+    assert updates.speaker_of("assistant: Sure.") == "assistant"
+    # the metadata's role wins over a prefix, and any assistant name is one speaker
+    assert updates.speaker_of("Caroline: hi", {"role": "Bot"}) == "assistant"
+    assert updates.speaker_of("I moved to Lisbon.", {"role": "user"}) == "user"
+    # a note is no speaker, nor is a bare text
+    assert updates.speaker_of("Remember: the boiler is serviced in March.") is None
+    assert updates.speaker_of("I moved to Lisbon.") is None
