@@ -204,7 +204,7 @@ class WritePath:
         """The vector a turn is indexed by: the answer to another speaker's question just
         before it carries the question's meaning too ("Yes, with the kids!" after "Did you
         go camping?"), so a later question in the words of the one it answered finds it.
-        Its own text is still judged by its own vector (`Recent`, the update checks)."""
+        The turns written after it compare their own vectors with its own (`Recent`)."""
         policy = self.ctx.policy.retrieval
         prev = self.versions.last(ns)
         if (
