@@ -35,6 +35,7 @@ from typing import Any
 from .cas import retry_conflicts
 from .consolidation import PLAN_KEY
 from .erasure import (
+    CONTEXT_KEY,
     FORGET_JOURNAL,
     FORGET_PENDING,
     MEMBER_STATUSES,
@@ -48,7 +49,15 @@ from .erasure import (
 from .errors import InvalidInput, NotFound
 from .models import Memory, Status, Tier
 from .policy import Policy
-from .ports import Clock, RecordStore, Synthesizer, Vector, VectorIndex, WriteBatch
+from .ports import (
+    Clock,
+    KnowsWriteOrder,
+    RecordStore,
+    Synthesizer,
+    Vector,
+    VectorIndex,
+    WriteBatch,
+)
 from .scoring import decay_score, never_decays
 from .synthesis import ExtractiveSynthesizer
 from .text import content_hash
@@ -201,6 +210,7 @@ def forget_cascade(
     if not stored and not plan.affected and not _journaled(store, namespace):
         return ForgetReport(requested=plan.requested)  # nothing holds these ids
     _journal(store, namespace, erase, (), plan.affected)
+    _unmix_replies(deps, namespace, plan.erase)  # before the questions go: found by them
     deleted = store.delete(namespace, erase)
     deps.vectors.delete(namespace, erase)
     gone = set(plan.erase)
@@ -232,6 +242,52 @@ def forget_cascade(
         archived=tuple(archived),
         residue=residue,
     )
+
+
+# records read each side of an erased memory for a reply indexed with it: the reply is
+# written right after its question, unless a keyed fact or another writer came between
+_REPLY_REACH = 3
+
+
+def _unmix_replies(
+    deps: EvictionDeps, namespace: str, erased: frozenset[str] | set[str]
+) -> list[str]:
+    """Re-index by its own vector every surviving reply indexed with an erased question
+    (`CONTEXT_KEY`, core/writing.py): its vector carries the question's, and a forgotten
+    text must not stay searchable, nor recoverable, through another memory's vector. A
+    reply is written just after its question, so the records written around each erased
+    one are read (only a store that knows its write order mixes a reply at all). Done
+    before the questions are deleted: a forget resumed after a crash finds them again."""
+    store = deps.store
+    if not isinstance(store, KnowsWriteOrder):
+        return []
+    near: set[str] = set()
+    for qid in sorted(erased):
+        near.update(store.written_around(namespace, qid, _REPLY_REACH))
+    replies = [
+        m for m in store.get_many(namespace, sorted(near - erased)).values()
+        if _context_of(m) in erased
+    ]
+    for reply in sorted(replies, key=lambda m: m.id):
+
+        def attempt(reply_id: str = reply.id) -> Memory | None:
+            cur = store.get(namespace, reply_id)
+            if cur is None or _context_of(cur) not in erased:
+                return None
+            own = cur.evolve(metadata={
+                k: v for k, v in cur.metadata.items() if k != CONTEXT_KEY})
+            store.commit(WriteBatch(namespace, (own,)))
+            return own
+
+        own = retry_conflicts(attempt)
+        if own is not None:
+            deps.index(namespace, [(own, deps.embed_memories([own])[0])])
+    return [m.id for m in replies]
+
+
+def _context_of(m: Memory) -> str | None:
+    entry = m.metadata.get(CONTEXT_KEY)
+    return str(entry.get("of")) if isinstance(entry, Mapping) else None
 
 
 def _erase_residue(

@@ -9,6 +9,9 @@ a memory erases:
 - everything it was made from: a synthesis's members, recursively (the members' versions
   too), since the synthesis repeats their text and they repeat its content.
 
+A reply indexed with an erased memory's vector (`CONTEXT_KEY`) is re-indexed by its own
+vector before the memory is deleted (core/deletion.py); the reply stays.
+
 The syntheses that drew on an erased memory (directly, or through another synthesis) are
 *affected*: each is rebuilt from its surviving members, or dropped when fewer than two
 survive (core/deletion.py). A synthesis's members are read both ways: its `derived_from`,
@@ -37,6 +40,7 @@ from .ports import RecordStore
 from .text import content_hash, normalize_text
 
 __all__ = [
+    "CONTEXT_KEY",
     "FORGET_JOURNAL",
     "FORGET_PENDING",
     "MEMBER_STATUSES",
@@ -54,6 +58,9 @@ __all__ = [
 MEMBER_STATUSES = (Status.CONSOLIDATED, Status.ARCHIVED)
 # the synthesis metadata key holding its collected members' compact provenance
 PROVENANCE_KEY = "reverie_provenance"
+# the metadata of a reply indexed with the question before it (core/writing.py): which
+# memory's vector its indexed vector carries; forgetting that memory re-indexes the reply
+CONTEXT_KEY = "reverie_context"
 # the journal entry (per namespace) listing the ids a forget is erasing, until it finished
 FORGET_JOURNAL = "forget"
 # store meta: "1" while some namespace may hold an unfinished forget (checked on open)

@@ -23,6 +23,7 @@ from . import updates, validation, vector_sync
 from .cas import retry_conflicts
 from .clock import utc
 from .context import EngineContext
+from .erasure import CONTEXT_KEY
 from .errors import ConflictError, InvalidInput, NotFound
 from .extraction import ExtractionReport, extract_from_traces
 from .item_versions import older_item
@@ -189,7 +190,11 @@ class WritePath:
                 else:
                     if vec is None:  # its twin was forgotten since the chunk began
                         vec = ctx.embed([p.memory.text])[0]
-                    indexed = self._in_context(ns, p, vec)
+                    indexed, question = self._in_context(ns, p, vec)
+                    if question is not None:  # forgetting it re-indexes this one
+                        p = dataclasses.replace(p, memory=dataclasses.replace(
+                            p.memory, metadata={**p.memory.metadata,
+                                                CONTEXT_KEY: {"of": question}}))
                     stored, _superseded, created = self._write_trace(ns, p, vec, search)
                     out.append(stored)
                     if created:
@@ -200,25 +205,31 @@ class WritePath:
         vector_sync.index(ctx, ns, pending, behind=True)
         return out
 
-    def _in_context(self, ns: str, p: Prepared, vec: Vector) -> Vector:
+    def _in_context(self, ns: str, p: Prepared, vec: Vector) -> tuple[Vector, str | None]:
         """The vector a turn is indexed by: the answer to another speaker's question just
         before it carries the question's meaning too ("Yes, with the kids!" after "Did you
         go camping?"), so a later question in the words of the one it answered finds it.
-        The turns written after it compare their own vectors with its own (`Recent`)."""
+        The turns written after it compare their own vectors with its own (`Recent`).
+        Returns the vector and the question's id, if it was mixed in: forgetting the
+        question must find the reply (by write order, `KnowsWriteOrder`), so a store
+        that does not know it mixes nothing."""
         policy = self.ctx.policy.retrieval
         prev = self.versions.last(ns)
         if (
-            policy.reply_context_weight <= 0 or prev is None or p.speaker is None
+            policy.reply_context_weight <= 0 or self.ctx.caps.written_around is None
+            or prev is None or p.speaker is None
             or prev.speaker is None or prev.speaker == p.speaker
             or not prev.reading.question
             or not 0 <= (p.when - prev.memory.created_at).total_seconds()
             <= policy.context_window_seconds
         ):
-            return vec
+            return vec, None
         mixed = np.asarray(vec, dtype=np.float32) + policy.reply_context_weight * np.asarray(
             prev.vector, dtype=np.float32)
         norm = float(np.linalg.norm(mixed))
-        return (mixed / np.float32(norm)).astype(np.float32) if norm > 0 else vec
+        if norm <= 0:
+            return vec, None
+        return (mixed / np.float32(norm)).astype(np.float32), prev.memory.id
 
     def prepare(self, ns: str, item: Observation) -> Prepared:
         """Validate one observation and build its trace (nothing is written)."""

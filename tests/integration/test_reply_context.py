@@ -5,6 +5,7 @@ model."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from reverie.core import ManualClock
+from reverie.core.erasure import CONTEXT_KEY
 from reverie.integrations import open_engine
 from reverie.integrations.embedders import LocalEmbedder
 
@@ -31,8 +33,9 @@ CHAT = (
 ASKED = "Who performed at the daughter's birthday concert?"
 
 
-def _engine(tmp_path: Path, **policy: float) -> Any:
-    e = open_engine(tmp_path / "h", clock=ManualClock(T0 + timedelta(days=1)))
+def _engine(tmp_path: Path, store: str | None = None, **policy: float) -> Any:
+    e = open_engine(tmp_path / "h", store=store, clock=ManualClock(T0 + timedelta(days=1)),
+                    namespace=f"chat-{uuid.uuid4().hex[:8]}")
     # no lift of the best hit's neighbouring turns: the reply must be found on its own
     e.policy = e.policy.replace(neighbour_weight=0.0, context_weight=0.0, **policy)
     return e
@@ -50,7 +53,7 @@ def test_a_reply_is_indexed_with_half_the_question_it_answers(tmp_path: Path) ->
     e = _engine(tmp_path)
     ids = _observe(e, CHAT, timedelta(seconds=30))
     e.flush()
-    stored = e.vectors.stored_vectors("default", ids)
+    stored = e.vectors.stored_vectors(e.default_namespace, ids)
     model = LocalEmbedder()
     own = model.embed(list(CHAT))
     # the reply, 30 s after another speaker's question: its vector plus 0.5 of the
@@ -99,7 +102,7 @@ def test_no_context_beyond_the_window_or_between_turns_of_one_speaker(
     bare = _observe(e, ("Who plays at the party?", "It was Matt Patterson."),
                     timedelta(seconds=30))
     e.flush()
-    stored = e.vectors.stored_vectors("default", [late[1], own[1], bare[1]])
+    stored = e.vectors.stored_vectors(e.default_namespace, [late[1], own[1], bare[1]])
     plain = model.embed([REPLY, REPLY.replace("It was", "Was"), "It was Matt Patterson."])
     for i, v in zip((late[1], own[1], bare[1]), plain, strict=True):
         assert np.allclose(stored[i], v, atol=1e-5)
@@ -113,7 +116,32 @@ def test_a_role_in_the_metadata_names_the_speaker(tmp_path: Path) -> None:
     a = e.observe("Start in Lisbon, then take the train to Porto.", at=T0 + timedelta(seconds=5),
                   metadata={"role": "assistant"})
     e.flush()
-    stored = e.vectors.stored_vectors("default", [q.id, a.id])
+    stored = e.vectors.stored_vectors(e.default_namespace, [q.id, a.id])
     own = LocalEmbedder().embed([q.text, a.text])
     assert np.allclose(stored[a.id], _unit(own[1] + 0.5 * own[0]), atol=1e-5)
+    e.close()
+
+
+@pytest.mark.parametrize("tier", ["sqlite", "redis"])
+def test_forgetting_the_question_re_indexes_its_reply_by_its_own_vector(
+    tmp_path: Path, tier: str, request: pytest.FixtureRequest
+) -> None:
+    store = request.getfixturevalue("redis_url") if tier == "redis" else None
+    e = _engine(tmp_path, store)
+    ns = e.default_namespace
+    ids = _observe(e, CHAT, timedelta(seconds=30))
+    e.flush()
+    assert e.store.get(ns, ids[2]).metadata[CONTEXT_KEY] == {"of": ids[1]}
+    own = LocalEmbedder().embed([REPLY])[0]
+    mixed = e.vectors.stored_vectors(ns, [ids[2]])[ids[2]]
+    assert not np.allclose(mixed, own, atol=1e-3)
+    e.forget(ids[0])  # another turn: the reply keeps the question it answered
+    assert np.allclose(e.vectors.stored_vectors(ns, [ids[2]])[ids[2]], mixed, atol=1e-5)
+    e.forget(ids[1])
+    reply = e.store.get(ns, ids[2])
+    assert reply is not None and CONTEXT_KEY not in reply.metadata
+    # nothing of the forgotten question is left in the reply's vector: in the index and
+    # kept beside the record (which a repair would rebuild the index from)
+    assert np.allclose(e.vectors.stored_vectors(ns, [ids[2]])[ids[2]], own, atol=1e-5)
+    assert np.allclose(e.store.embeddings(ns, [ids[2]])[ids[2]], own, atol=2e-3)
     e.close()
