@@ -158,8 +158,10 @@ class Admin:
                 counts["skipped"] += len(ms) - len(fresh)
                 if fresh:
                     ctx.store.commit(WriteBatch(ns, tuple(fresh), restore=True))
-                    vecs = ctx.embed([m.text for m in fresh])
-                    vector_sync.index(ctx, ns, list(zip(fresh, vecs, strict=True)))
+                    own = dict(zip((m.id for m in fresh), ctx.embed([m.text for m in fresh]),
+                                   strict=True))
+                    vecs = vector_sync.with_questions(ctx, ns, fresh, own)
+                    vector_sync.index(ctx, ns, [(m, vecs[m.id]) for m in fresh])
                     counts["memories"] += len(fresh)
             memories.clear()
             by_edge: dict[str, list[Edge]] = {}
@@ -242,7 +244,8 @@ class Admin:
                 fresh = [m for m in todo if m.id not in vecs]
                 if fresh:
                     made = ctx.embed([m.text for m in fresh])
-                    vecs.update(zip((m.id for m in fresh), made, strict=True))
+                    vecs.update(vector_sync.with_questions(
+                        ctx, ns, fresh, dict(zip((m.id for m in fresh), made, strict=True))))
                     vector_sync.keep_embeddings(ctx, ns, {m.id: vecs[m.id] for m in fresh})
                 ctx.vectors.upsert(ns, [VectorItem(m.id, vecs[m.id], meta(m)) for m in todo])
                 stats["indexed"] += len(todo)

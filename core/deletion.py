@@ -41,6 +41,7 @@ from .erasure import (
     MEMBER_STATUSES,
     PROVENANCE_KEY,
     bottom_up,
+    context_of,
     derivation,
     holders,
     plan_erasure,
@@ -266,13 +267,13 @@ def _unmix_replies(
         near.update(store.written_around(namespace, qid, _REPLY_REACH))
     replies = [
         m for m in store.get_many(namespace, sorted(near - erased)).values()
-        if _context_of(m) in erased
+        if context_of(m) in erased
     ]
     for reply in sorted(replies, key=lambda m: m.id):
 
         def attempt(reply_id: str = reply.id) -> Memory | None:
             cur = store.get(namespace, reply_id)
-            if cur is None or _context_of(cur) not in erased:
+            if cur is None or context_of(cur) not in erased:
                 return None
             own = cur.evolve(metadata={
                 k: v for k, v in cur.metadata.items() if k != CONTEXT_KEY})
@@ -283,11 +284,6 @@ def _unmix_replies(
         if own is not None:
             deps.index(namespace, [(own, deps.embed_memories([own])[0])])
     return [m.id for m in replies]
-
-
-def _context_of(m: Memory) -> str | None:
-    entry = m.metadata.get(CONTEXT_KEY)
-    return str(entry.get("of")) if isinstance(entry, Mapping) else None
 
 
 def _erase_residue(

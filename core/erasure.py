@@ -48,6 +48,7 @@ __all__ = [
     "Derivation",
     "ErasurePlan",
     "bottom_up",
+    "context_of",
     "derivation",
     "holders",
     "plan_erasure",
@@ -61,6 +62,14 @@ PROVENANCE_KEY = "reverie_provenance"
 # the metadata of a reply indexed with the question before it (core/writing.py): which
 # memory's vector its indexed vector carries; forgetting that memory re-indexes the reply
 CONTEXT_KEY = "reverie_context"
+
+
+def context_of(m: Memory) -> str | None:
+    """The id of the question whose vector this memory's indexed vector carries, if any."""
+    entry = m.metadata.get(CONTEXT_KEY)
+    return str(entry.get("of")) if isinstance(entry, Mapping) else None
+
+
 # the journal entry (per namespace) listing the ids a forget is erasing, until it finished
 FORGET_JOURNAL = "forget"
 # store meta: "1" while some namespace may hold an unfinished forget (checked on open)

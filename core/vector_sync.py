@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from .context import EngineContext
+from .erasure import context_of
 from .models import Memory
 from .ports import Vector, VectorItem
 
@@ -37,6 +38,39 @@ def vector_meta(m: Memory) -> Meta:
     retiring, restoring or archiving a memory writes no vector-index call at all (a REM
     cycle at 100k retires some 100,000 members; Chroma updates a few thousand a second)."""
     return {"kind": m.kind.value}
+
+
+def reply_vector(own: Vector, question: Vector, weight: float) -> Vector:
+    """A reply's indexed vector: its own plus `weight` of the question it answers, at unit
+    length (`Policy.retrieval.reply_context_weight`); its own when the sum is zero."""
+    mixed = np.asarray(own, dtype=np.float32) + np.float32(weight) * np.asarray(
+        question, dtype=np.float32)
+    norm = float(np.linalg.norm(mixed))
+    return (mixed / np.float32(norm)).astype(np.float32) if norm > 0 else own
+
+
+def with_questions(
+    ctx: EngineContext, namespace: str, memories: Sequence[Memory], own: Mapping[str, Vector]
+) -> dict[str, Vector]:
+    """`own` (each memory's vector from its own text, just embedded), with each reply's
+    question mixed in again where the question is still held: an import or a re-embedding
+    keeps what the write path indexed. The question's own vector is the batch's when it is
+    there and no reply itself, else its text is embedded."""
+    out = dict(own)
+    weight = ctx.policy.retrieval.reply_context_weight
+    asked = {m.id: q for m in memories if m.id in own and (q := context_of(m)) is not None}
+    if not asked or weight <= 0:
+        return out
+    replies = {m.id for m in memories if context_of(m) is not None}
+    known = {q: own[q] for q in asked.values() if q in own and q not in replies}
+    held = ctx.store.get_many(namespace, sorted(set(asked.values()) - set(known)))
+    if held:
+        ids = sorted(held)
+        known.update(zip(ids, ctx.embed([held[i].text for i in ids]), strict=True))
+    for mid, q in asked.items():
+        if q in known:
+            out[mid] = reply_vector(own[mid], known[q], weight)
+    return out
 
 
 def index(

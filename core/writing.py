@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from . import updates, validation, vector_sync
 from .cas import retry_conflicts
 from .clock import utc
@@ -224,12 +222,8 @@ class WritePath:
             <= policy.context_window_seconds
         ):
             return vec, None
-        mixed = np.asarray(vec, dtype=np.float32) + policy.reply_context_weight * np.asarray(
-            prev.vector, dtype=np.float32)
-        norm = float(np.linalg.norm(mixed))
-        if norm <= 0:
-            return vec, None
-        return (mixed / np.float32(norm)).astype(np.float32), prev.memory.id
+        mixed = vector_sync.reply_vector(vec, prev.vector, policy.reply_context_weight)
+        return mixed, (prev.memory.id if mixed is not vec else None)
 
     def prepare(self, ns: str, item: Observation) -> Prepared:
         """Validate one observation and build its trace (nothing is written)."""

@@ -145,3 +145,28 @@ def test_forgetting_the_question_re_indexes_its_reply_by_its_own_vector(
     assert np.allclose(e.vectors.stored_vectors(ns, [ids[2]])[ids[2]], own, atol=1e-5)
     assert np.allclose(e.store.embeddings(ns, [ids[2]])[ids[2]], own, atol=2e-3)
     e.close()
+
+
+def test_a_re_embedding_and_an_import_index_the_reply_with_its_question_again(
+    tmp_path: Path,
+) -> None:
+    e = _engine(tmp_path)
+    ns = e.default_namespace
+    ids = _observe(e, CHAT, timedelta(seconds=30))
+    e.flush()
+    own = LocalEmbedder().embed(list(CHAT))
+    mixed = _unit(own[2] + 0.5 * own[1])
+    e.repair(reembed=True)
+    assert np.allclose(e.vectors.stored_vectors(ns, [ids[2]])[ids[2]], mixed, atol=1e-5)
+    assert np.allclose(e.store.embeddings(ns, [ids[2]])[ids[2]], mixed, atol=2e-3)
+    # the other turns stay their own
+    assert np.allclose(e.vectors.stored_vectors(ns, [ids[3]])[ids[3]], own[3], atol=1e-5)
+    exported = list(e.export(ns))
+    e.close()
+    e = open_engine(tmp_path / "imported", clock=ManualClock(T0 + timedelta(days=1)))
+    e.import_(exported)
+    e.flush()
+    got = e.vectors.stored_vectors(ns, [ids[2], ids[3]])
+    assert np.allclose(got[ids[2]], mixed, atol=1e-5)
+    assert np.allclose(got[ids[3]], own[3], atol=1e-5)
+    e.close()
