@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from . import updates
 from .cas import retry_conflicts
 from .consolidation import PLAN_KEY
 from .erasure import (
@@ -207,11 +208,12 @@ def forget_cascade(
         nodes = (set(plan.affected) | again | graph.above(again)) - plan.erase
         plan = replace(plan, affected=bottom_up(graph, nodes & set(graph.nodes)))
     erase = sorted(plan.erase)
-    stored = sorted(store.get_many(namespace, erase))
+    held = store.get_many(namespace, erase)
+    stored = sorted(held)
     if not stored and not plan.affected and not _journaled(store, namespace):
         return ForgetReport(requested=plan.requested)  # nothing holds these ids
     _journal(store, namespace, erase, (), plan.affected)
-    _unmix_replies(deps, namespace, plan.erase)  # before the questions go: found by them
+    _unmix_replies(deps, namespace, held.values(), plan.erase)  # found by the questions
     deleted = store.delete(namespace, erase)
     deps.vectors.delete(namespace, erase)
     gone = set(plan.erase)
@@ -251,20 +253,22 @@ _REPLY_REACH = 3
 
 
 def _unmix_replies(
-    deps: EvictionDeps, namespace: str, erased: frozenset[str] | set[str]
+    deps: EvictionDeps, namespace: str, held: Iterable[Memory],
+    erased: frozenset[str] | set[str],
 ) -> list[str]:
     """Re-index by its own vector every surviving reply indexed with an erased question
     (`CONTEXT_KEY`, core/writing.py): its vector carries the question's, and a forgotten
     text must not stay searchable, nor recoverable, through another memory's vector. A
     reply is written just after its question, so the records written around each erased
-    one are read (only a store that knows its write order mixes a reply at all). Done
-    before the questions are deleted: a forget resumed after a crash finds them again."""
+    question (`held`: the erased records) are read; only a store that knows its write
+    order mixes a reply at all. Done before the questions are deleted: a forget resumed
+    after a crash finds them again."""
     store = deps.store
     if not isinstance(store, KnowsWriteOrder):
         return []
     near: set[str] = set()
-    for qid in sorted(erased):
-        near.update(store.written_around(namespace, qid, _REPLY_REACH))
+    for question in sorted((m for m in held if updates.asks(m.text)), key=lambda m: m.id):
+        near.update(store.written_around(namespace, question.id, _REPLY_REACH))
     replies = [
         m for m in store.get_many(namespace, sorted(near - erased)).values()
         if context_of(m) in erased

@@ -295,6 +295,16 @@ def reading(text: str) -> Reading:
     return read(text)
 
 
+def asks(text: str) -> bool:
+    """Does the text ask (a question, or a request to the assistant), as `read` tells it?"""
+    body = strip_speaker(text)
+    return _asks(body, _ascii_lower(body))
+
+
+def _asks(body: str, lower: str | None) -> bool:
+    return body.rstrip().endswith("?") or _REQUEST.search(body, lower) is not None
+
+
 def read(text: str) -> Reading:
     """The values, content words and cue of one text (speaker prefix dropped)."""
     body = strip_speaker(text)
@@ -361,7 +371,7 @@ def read(text: str) -> Reading:
         # a name's words are no content words where the name stands, and are elsewhere:
         # "The phone I use is a Nothing Phone" speaks of a phone
         content(_words(_blank(low, named))), seq, cue,
-        body.rstrip().endswith("?") or _REQUEST.search(body, lower) is not None,
+        _asks(body, lower),
         speaker_name(text),
         cue and STRONG_CUE.search(body, lower) is not None,
         STATE.search(body, lower) is not None,
