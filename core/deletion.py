@@ -255,7 +255,7 @@ _REPLY_REACH = 3
 def _unmix_replies(
     deps: EvictionDeps, namespace: str, held: Iterable[Memory],
     erased: frozenset[str] | set[str],
-) -> list[str]:
+) -> None:
     """Re-index by its own vector every surviving reply indexed with an erased question
     (`CONTEXT_KEY`, core/writing.py): its vector carries the question's, and a forgotten
     text must not stay searchable, nor recoverable, through another memory's vector. A
@@ -265,7 +265,7 @@ def _unmix_replies(
     after a crash finds them again."""
     store = deps.store
     if not isinstance(store, KnowsWriteOrder):
-        return []
+        return
     near: set[str] = set()
     for question in sorted((m for m in held if updates.asks(m.text)), key=lambda m: m.id):
         near.update(store.written_around(namespace, question.id, _REPLY_REACH))
@@ -273,6 +273,7 @@ def _unmix_replies(
         m for m in store.get_many(namespace, sorted(near - erased)).values()
         if context_of(m) in erased
     ]
+    unmixed: list[Memory] = []
     for reply in sorted(replies, key=lambda m: m.id):
 
         def attempt(reply_id: str = reply.id) -> Memory | None:
@@ -286,8 +287,9 @@ def _unmix_replies(
 
         own = retry_conflicts(attempt)
         if own is not None:
-            deps.index(namespace, [(own, deps.embed_memories([own])[0])])
-    return [m.id for m in replies]
+            unmixed.append(own)
+    if unmixed:  # one embedding call and one index write for them all
+        deps.index(namespace, list(zip(unmixed, deps.embed_memories(unmixed), strict=True)))
 
 
 def _erase_residue(

@@ -64,11 +64,7 @@ def is_assistant(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
     """Did an assistant (or the system, or a tool) say this? Read from the metadata's
     role, as the LlamaIndex block records it, else from a speaker prefix ("AI: ",
     "assistant: ") as the LangChain memory and most chat logs write it."""
-    for key in ROLE_KEYS:
-        role = (metadata or {}).get(key)
-        if isinstance(role, str) and role.strip():
-            return role.strip().casefold() in _ASSISTANT_NAMES
-    return speaker_name(text) in _ASSISTANT_NAMES
+    return speaker_of(text, metadata) == "assistant"
 
 
 class _Folded:

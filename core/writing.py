@@ -222,8 +222,8 @@ class WritePath:
             <= policy.context_window_seconds
         ):
             return vec, None
-        mixed = vector_sync.reply_vector(vec, prev.vector, policy.reply_context_weight)
-        return mixed, (prev.memory.id if mixed is not vec else None)
+        return (vector_sync.reply_vector(vec, prev.vector, policy.reply_context_weight),
+                prev.memory.id)
 
     def prepare(self, ns: str, item: Observation) -> Prepared:
         """Validate one observation and build its trace (nothing is written)."""
@@ -258,9 +258,9 @@ class WritePath:
             metadata=meta,
             pinned=pinned,
         )
-        assistant = updates.is_assistant(text, meta)
-        return Prepared(memory, content_hash(text), src, when, assistant, updates.read(text),
-                        updates.speaker_of(text, meta))
+        speaker = updates.speaker_of(text, meta)
+        return Prepared(memory, content_hash(text), src, when, speaker == "assistant",
+                        updates.read(text), speaker)
 
     def _write_trace(
         self, ns: str, p: Prepared, vec: Vector,
