@@ -613,8 +613,8 @@ def answers_alike(
     or a near text is not asked here; what makes two facts only look alike still rules a
     link out: other people, a shared word qualified apart, a numbered one of a kind, the
     same named thing again, or a subject the question names that the newer text lacks
-    while naming one the older text lacks ("Who is my dentist?" and "My dermatologist
-    is ...").
+    while naming one the older text lacks, in words otherwise the older text's ("Who is
+    my dentist?" and "My dermatologist is ..." after "My dentist is ...").
     A value is typed (a city for a city), or plain words ("keto", "by bus") when both
     texts hold a word of the question; with `loose`, without that word (the caller
     has other evidence: a change word, texts near each other and the question). `asked`
@@ -641,10 +641,17 @@ def answers_alike(
         return None
     if not new.strong_cue and _label_contrast(new, old) is not None:
         return None
-    # the subject the newer text names is its own only when the older text lacks it:
-    # "my flight to Boston" names the flight "the Boston flight I'm booked on" spoke of
+    # the subject the newer text names is its own only when the older text lacks it
+    # ("my flight to Boston" names the flight "the Boston flight I'm booked on" spoke
+    # of), and it is another subject only when it is all that differs: "My dermatologist
+    # is Dr. Brennan" is "My dentist is Dr. Cohen" with another subject, while "the
+    # company I work for is Initech" and "Negotiated hard and landed $104,000" tell,
+    # in words of their own, of the employer and the pay the question names
     named = asked & old.subject
-    if named and new.subject - old.words and not named & new.words:
+    if (
+        named and new.subject - old.words and not named & new.words
+        and new.words - old.words <= new.subject and old.words - new.words <= old.subject
+    ):
         return None
     return kind
 
