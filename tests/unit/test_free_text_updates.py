@@ -671,12 +671,21 @@ def test_two_answers_of_one_type_to_the_question_are_versions() -> None:
     assert alike("user: FYI my flight to Boston is Wednesday at 2:05 PM.",
                  "user: I'm booked on the Boston flight departing Friday at 8:15 PM.",
                  "When is the Boston flight I'm booked on departing?") == "time"
+    # the newer text leaves out the subject the question names and words the rest its
+    # own way: not the older text with another subject, so a new value of it
+    assert alike("user: Negotiated hard and landed $104,000.",
+                 "user: My annual pay is $95,000.", "What is my annual pay?") == "money"
+    assert alike("user: The company I work for is Initech.",
+                 "user: I'm employed by Globex on a full-time contract.",
+                 "Who employs me full-time?") == "name"
 
 
 def test_look_alikes_are_no_two_answers_to_one_question() -> None:
     # the question names the older text's subject; the newer names a subject of its own
     assert alike("user: My lawyer is Ms. Quinn.", "user: My accountant is Dr. Harper.",
                  "Who is my accountant?") is None
+    assert alike("user: By the way, my dermatologist is Dr. Okafor.",
+                 "user: My dentist is Dr. Patel.", "Who is my dentist?") is None
     # other people
     assert alike("user: My aunt lives in Bergen.", "user: My uncle lives in Oslo.",
                  "Where does my uncle live?") is None
