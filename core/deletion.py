@@ -397,7 +397,7 @@ def forget_matching(
                 f"{len(found)} memories still hold the text after erasing its holders; "
                 "forget them by id"
             )
-    if compact or report.erased or report.cascaded:
+    if compact:  # each erasure above cleaned after itself; the compaction is done once
         report.residue.update(_erase_residue(deps, namespace, [], compact))
     return report
 
