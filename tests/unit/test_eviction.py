@@ -137,6 +137,22 @@ def test_restored_member_with_an_active_twin_is_archived_not_duplicated(
     assert engine.get(twin.id).status is Status.ACTIVE
 
 
+@pytest.mark.parametrize("twin_id", ["0" * 32, "f" * 32], ids=["sorts-first", "sorts-last"])
+def test_a_twin_archives_the_restored_member_whichever_way_their_ids_sort(
+    engine: MemoryEngine, twin_id: str
+) -> None:
+    """The twin is found by its text; which of the two ids sorts first says nothing."""
+    a = engine.observe("secret thing")
+    b = engine.observe("I like tea")
+    synthesize_by_hand(engine, [a, b])
+    twin = Memory(id=twin_id, namespace=engine.default_namespace, kind=Kind.EPISODIC,
+                  tier=Tier.TRACE, text="I like tea", created_at=T0 + timedelta(days=1))
+    engine.store.commit(WriteBatch(engine.default_namespace, (twin,)))
+    engine.forget(a.id)
+    assert engine.get(b.id).status is Status.ARCHIVED
+    assert engine.get(twin_id).status is Status.ACTIVE
+
+
 def test_forget_without_syntheses_is_plain_deletion(engine: MemoryEngine) -> None:
     a = engine.observe("one thing")
     b = engine.observe("another thing")

@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from reverie.core import ManualClock, Memory, Status, Tier
 from reverie.core.deletion import gc_candidate
 from reverie.core.engine import MemoryEngine
+from reverie.core.erasure import CONTEXT_KEY, context_of
+from reverie.core.errors import NotFound
 from reverie.core.models import Kind
 from reverie.core.ports import WriteBatch
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
@@ -103,6 +106,7 @@ def test_gc_counts_every_record_it_deletes_and_repoints_nothing_it_did_not() -> 
     report = engine.gc()
     # the stray archived memory and the three collected members: 1 + 3 records
     assert report.members_collected == 3 and report.deleted == 4
+    assert report.archived_examined == 1  # the stray: the members are consolidated, not archived
     assert sorted(report.deleted_ids) == sorted([stray.id, *(m.id for m in members)])
     assert report.repointed == 0 and report.kept_exempt == 0
     assert engine.get(node.id).tier is Tier.SYNTHESIS
@@ -118,3 +122,76 @@ def test_gc_holds_count_only_exempt_members_that_decayed() -> None:
     engine.clock.advance(days=1)  # type: ignore[attr-defined]
     report = engine.gc()
     assert report.members_collected == 0 and report.kept_exempt == 0
+
+
+# ------------------------------------------------------------- replies of a forgotten question
+
+
+def test_forgetting_a_question_takes_its_meaning_out_of_the_reply() -> None:
+    """A reply to another speaker's question is indexed with the question's vector mixed
+    in (core/writing.py) and names the question in its metadata; forgetting the question
+    re-indexes the reply by its own vector and drops only that name from its metadata, so
+    nothing of the question stays recoverable from the reply."""
+    store, index, embedder = InMemoryStore(), InMemoryVectorIndex(), BagOfWordsEmbedder()
+    engine = MemoryEngine(store, store, index, embedder, clock=ManualClock(T0))
+    question = engine.observe("Caroline: Which band played at the birthday concert?",
+                              namespace=NS, at=T0)
+    text = "Melanie: It was Matt Patterson, he is so talented!"
+    reply = engine.observe(text, namespace=NS, at=T0 + timedelta(seconds=30),
+                           metadata={"channel": "chat", "topic": "music"})
+    later = engine.observe("Caroline: Which band played at the birthday concert?",
+                           namespace="other", at=T0)  # another namespace's own question
+    engine.flush()
+    assert context_of(engine.get(reply.id, namespace=NS)) == question.id
+    own = embedder.embed([text])[0]
+    assert not np.allclose(index.stored_vectors(NS, [reply.id])[reply.id], own)
+
+    engine.forget(question.id, namespace=NS)
+    engine.flush()
+    kept = engine.get(reply.id, namespace=NS)
+    # the other keys stay, whichever side of the marker's name they sort on
+    assert kept.metadata == {"channel": "chat", "topic": "music"}
+    assert context_of(kept) is None
+    np.testing.assert_allclose(index.stored_vectors(NS, [reply.id])[reply.id], own, atol=1e-6)
+    with pytest.raises(NotFound):
+        engine.get(question.id, namespace=NS)
+    assert engine.get(later.id, namespace="other").text == later.text
+
+
+def test_context_of_reads_the_question_a_reply_was_mixed_with() -> None:
+    m = make_memory_with({CONTEXT_KEY: {"of": "q1"}})
+    assert context_of(m) == "q1"
+    assert context_of(make_memory_with({CONTEXT_KEY: "q1"})) is None  # not the marker's shape
+    assert context_of(make_memory_with({})) is None
+
+
+def make_memory_with(metadata: dict[str, object]) -> Memory:
+    return Memory(id="m1", namespace=NS, kind=Kind.EPISODIC, tier=Tier.TRACE,
+                  text="Melanie: Yes!", created_at=T0, metadata=metadata)
+
+
+class CleansFiles(InMemoryStore):
+    """A store whose files need cleaning after a deletion (`ErasesResidue`): records when
+    it was asked to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cleaned: list[bool] = []
+
+    def erase_residue(self, *, compact: bool = False) -> dict[str, object]:
+        self.cleaned.append(compact)
+        return {"wal": "truncated"}
+
+
+def test_a_forget_that_matched_nothing_cleans_no_file_unless_compact_is_asked() -> None:
+    store = CleansFiles()
+    engine = MemoryEngine(store, store, InMemoryVectorIndex(), BagOfWordsEmbedder(),
+                          clock=ManualClock(T0))
+    engine.observe(f"the alarm code is {SECRET}", namespace=NS)
+    nothing = engine.forget_matching("no memory says this", namespace=NS)
+    assert nothing.erased == () and nothing.residue == {} and store.cleaned == []
+    found = engine.forget_matching(SECRET, namespace=NS)
+    assert len(found.erased) == 1 and found.residue == {"wal": "truncated"}
+    assert store.cleaned == [False]
+    engine.forget_matching("no memory says this", namespace=NS, compact=True)
+    assert store.cleaned == [False, True]

@@ -430,3 +430,74 @@ def test_a_turn_names_its_speaker_by_role_else_by_prefix() -> None:
     # a note is no speaker, nor is a bare text
     assert updates.speaker_of("Remember: the boiler is serviced in March.") is None
     assert updates.speaker_of("I moved to Lisbon.") is None
+
+
+def test_a_time_told_in_words_is_a_time_value() -> None:
+    # most turns hold no digit, and the patterns that need one are skipped for them; a
+    # time in words needs none
+    assert read("user: The standup is at noon now.").values["time"] == {"noon"}
+
+
+def test_amounts_read_thousands_and_millions() -> None:
+    # "$95k" is a salary's size, not 95: a rent of $1,350 is no earlier value of it
+    assert updates._amount("$95k") == 95_000
+    assert updates._amount("$1,350") == 1_350
+    assert updates._amount("2.5m") == 2_500_000
+
+
+def test_only_a_short_statement_may_update() -> None:
+    # `max_words` words (25) in all may still state a new value; one more is a chat turn
+    filler = " ".join(["really"] * 20)
+    fits = read(f"user: My rent is $1,500 a month {filler}.")
+    assert len(fits.sequence) == Policy().updates.max_words
+    assert may_update(fits, Policy())
+    assert not may_update(read(f"user: My rent is $1,500 a month {filler} now."), Policy())
+
+
+def test_a_newer_text_that_adds_words_but_drops_none_answers_nothing_new() -> None:
+    # every word of the older text is in the newer one: no value of it was replaced
+    asked = read("What is my breakfast drink?").words
+    assert answers_alike(read("user: My breakfast drink is matcha with oat milk."),
+                         read("user: My breakfast drink is matcha."), asked, Policy()) is None
+
+
+def test_a_score_at_the_bar_supersedes() -> None:
+    new = read("user: Actually, my rent changed to $1,600 a month.")
+    old = read("user: My rent is $1,500 a month.")
+    score = judge(new, old, 0.5, 0.0, Policy()).score
+    at_bar = Policy().replace(supersede_score=score)
+    assert judge(new, old, 0.5, 0.0, at_bar).verdict is Verdict.SUPERSEDES
+    above = Policy().replace(supersede_score=score + 1e-6)
+    assert judge(new, old, 0.5, 0.0, above).verdict is Verdict.OUTDATES
+
+
+def test_signals_are_shown_to_four_decimals() -> None:
+    s = judge(read("user: Actually, my rent changed to $1,600 a month."),
+              read("user: My rent is $1,500 a month."), 0.7123456, 0.0, Policy())
+    shown = s.as_dict()
+    assert shown["similarity"] == 0.7123
+    assert shown["score"] == round(s.score, 4) and shown["score"] != round(s.score, 5)
+
+
+def test_readings_and_signals_cannot_change_once_made() -> None:
+    # a reading is shared by every caller through the cache (`reading`), and signals are
+    # what a memory's metadata records: neither may be changed in place
+    import dataclasses
+
+    import pytest
+
+    r = updates.reading("user: My rent is $1,500 a month.")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.cue = True  # type: ignore[misc]
+    s = judge(r, r, 0.9, 0.0, Policy())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.score = 1.0  # type: ignore[misc]
+
+
+def test_the_turn_before_counts_only_for_a_typed_value_or_a_change_word() -> None:
+    # "It's paleo." after an intro: plain words and no change word say nothing changed, so
+    # the intro's closeness is not counted; with a change word it is
+    old = read("user: My diet is keto.")
+    plain = judge(read("user: It's paleo."), old, 0.2, 0.8, Policy())
+    assert plain.context == 0.0 and plain.verdict is Verdict.NONE
+    assert judge(read("user: It's paleo now."), old, 0.2, 0.8, Policy()).context == 0.8
