@@ -170,10 +170,10 @@ def _echoes(
     said: Callable[[Memory], Memory | None],
 ) -> bool:
     """Does `m` speak around a version without stating anything itself: an assistant's
-    reply, or a user's short intro with no value of its own ("About my pay.", "About the
-    Tuesday sync." when a version says Tuesday), said close to one of the versions, and
-    no version of anything itself? `said` gives the user turn a reply answers
-    (`_answered_by`)."""
+    reply to an older version, or to the newest one in words of it, or a user's short
+    intro with no value of its own ("About my pay.", "About the Tuesday sync." when a
+    version says Tuesday), said close to one of the versions, and no version of anything
+    itself? `said` gives the user turn a reply answers (`_answered_by`)."""
     if m.id in links or m.id in {c.id for c in chain}:
         return False
     within = timedelta(seconds=policy.updates.context_seconds)
@@ -182,6 +182,14 @@ def _echoes(
         # that version ("Thanks, I'll remember your yearly pay." after the pay, not
         # after the interviews said two turns before)
         before = said(m)
+        newest = chain[-1]
+        if before is not None and before.id == newest.id:
+            # a reply to the newest version that speaks of it ("Okay, your usual coffee
+            # order is noted." after "I changed my order to a double espresso.")
+            return (
+                timedelta(0) <= m.created_at - newest.created_at <= within
+                and bool(reading(m.text).words & reading(newest.text).words)
+            )
         if before is not None and before.id not in {c.id for c in chain[:-1]}:
             return False
         return any(

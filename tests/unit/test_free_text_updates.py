@@ -551,6 +551,33 @@ def test_a_reply_to_a_retired_version_ranks_below_the_newest_version() -> None:
     assert [r.memory.id for r in out.ranked] == ["new", "reply"]
 
 
+def test_a_reply_that_speaks_of_the_newest_version_ranks_below_it() -> None:
+    # the assistant's acknowledgement repeats the question's words ("usual", "order") and
+    # holds the relevance the newest version, told in other words, lacks; a turn said
+    # just after the acknowledgement (lent its relevance by closeness) must not pass it
+    old = _said("old", 0, "user: At the cafe I always order a mocha.")
+    new = _said("new", 20, "user: I changed my order to a double espresso.")
+    ack = _said("ack", 21, "assistant: Okay, your usual coffee order is noted.")
+    other = _said("other", 22, "user: Is Chile nice to visit in autumn?")
+    ranked = [Ranked(ack, Candidate("ack", 0.4, 1.0, 0.7), 0.56, 0.62),
+              Ranked(other, Candidate("other", 0.27, 0.0, 0.2), 0.56, 0.238),
+              Ranked(old, Candidate("old", 0.34, 0.0, 0.18), 0.75, 0.234),
+              Ranked(new, Candidate("new", 0.38, 0.0, 0.19), 0.47, 0.233)]
+    memories = {m.id: m for m in (old, new, ack, other)}
+    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(hours=1), Policy(),
+                    lambda m: True)
+    assert [r.memory.id for r in out.ranked][:2] == ["new", "ack"]
+    # a reply to the newest version that speaks of something else lifts nothing
+    aside = _said("ack", 21, "assistant: Happy to help! For Egypt, a short book is good.")
+    memories["ack"] = aside
+    ranked[0] = Ranked(aside, ranked[0].candidate, 0.56, 0.62)
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(hours=1), Policy(),
+                    lambda m: True)
+    assert [r.memory.id for r in out.ranked][:2] == ["ack", "other"]
+
+
 def test_a_reply_to_another_statement_said_after_a_version_is_no_echo_of_it() -> None:
     # "Thanks, I'll remember your yearly pay." follows the pay statement, said after the
     # interview count: it answers the pay, so the newest interview count is not lifted
