@@ -195,3 +195,15 @@ def test_a_forget_that_matched_nothing_cleans_no_file_unless_compact_is_asked() 
     assert store.cleaned == [False]
     engine.forget_matching("no memory says this", namespace=NS, compact=True)
     assert store.cleaned == [False, True]
+
+
+def test_gc_cleans_the_files_of_what_it_deleted_without_compacting() -> None:
+    # a routine pass: the deleted bytes leave the store's files, but no costly rewrite
+    # (a Redis AOF) runs unasked
+    store = CleansFiles()
+    engine = make_engine(store=store)
+    stray = engine.observe("a stray remark about the weather", importance=0.5)
+    engine.store.commit(WriteBatch(NS, (engine.get(stray.id).evolve(status=Status.ARCHIVED),)))
+    engine.clock.advance(days=GC_DAYS + 1)  # type: ignore[attr-defined]
+    assert engine.gc().deleted == 1
+    assert store.cleaned == [False]

@@ -476,6 +476,8 @@ def test_signals_are_shown_to_four_decimals() -> None:
               read("user: My rent is $1,500 a month."), 0.7123456, 0.0, Policy())
     shown = s.as_dict()
     assert shown["similarity"] == 0.7123
+    assert judge(read("user: It's paleo now."), read("user: My diet is keto."), 0.2,
+                 0.7654321, Policy()).as_dict()["context"] == 0.7654
     assert shown["score"] == round(s.score, 4) and shown["score"] != round(s.score, 5)
 
 
@@ -501,3 +503,24 @@ def test_the_turn_before_counts_only_for_a_typed_value_or_a_change_word() -> Non
     plain = judge(read("user: It's paleo."), old, 0.2, 0.8, Policy())
     assert plain.context == 0.0 and plain.verdict is Verdict.NONE
     assert judge(read("user: It's paleo now."), old, 0.2, 0.8, Policy()).context == 0.8
+
+
+def test_two_numbered_ones_of_a_kind_are_two_answers_unless_a_change_word_replaces_one() -> None:
+    asked = read("When is the project deadline?").words
+    p7 = read("user: The project 7 deadline is May 20.")
+    assert answers_alike(read("user: The project 8 deadline is June 3."), p7, asked,
+                         Policy()) is None
+
+
+def test_a_long_chat_turn_on_either_side_is_no_answer_to_compare() -> None:
+    # `max_words` (25) words still compare; one more on either side does not
+    asked = read("When is the board review?").words
+    filler = " ".join(["really"] * 17)
+    short = read("user: The board review happens at 3 PM on Mondays.")
+    fits = read(f"user: See everyone at 4:30 PM on Monday for the board review {filler}.")
+    over = read(f"user: See everyone at 4:30 PM on Monday for the board review {filler} ok.")
+    assert len(fits.sequence) == Policy().updates.max_words
+    assert answers_alike(fits, short, asked, Policy()) == "time"
+    assert answers_alike(short, fits, asked, Policy()) == "time"
+    assert answers_alike(over, short, asked, Policy()) is None
+    assert answers_alike(short, over, asked, Policy()) is None
