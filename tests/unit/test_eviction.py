@@ -153,6 +153,23 @@ def test_a_twin_archives_the_restored_member_whichever_way_their_ids_sort(
     assert engine.get(twin_id).status is Status.ACTIVE
 
 
+def test_a_restored_fact_whose_key_has_a_newer_holder_is_archived(
+    engine: MemoryEngine,
+) -> None:
+    """A unit restored from a dropped synthesis would make its fact key hold two current
+    values; the value told since holds it, so the restored one is archived."""
+    a = engine.observe("secret thing")
+    city = engine.remember("user", "lives in", "Berlin")
+    synthesize_by_hand(engine, [a, city])
+    now = engine.remember("user", "lives in", "Lisbon")  # the key's holder had left it
+    assert now.id != city.id and now.is_active
+    engine.forget(a.id)
+    assert engine.get(city.id).status is Status.ARCHIVED
+    assert engine.get(now.id).status is Status.ACTIVE
+    assert [m.text for m in engine.memories() if m.key == now.key and m.is_active] == [
+        now.text]
+
+
 def test_forget_without_syntheses_is_plain_deletion(engine: MemoryEngine) -> None:
     a = engine.observe("one thing")
     b = engine.observe("another thing")
