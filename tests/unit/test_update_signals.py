@@ -34,6 +34,10 @@ def test_a_name_that_starts_a_sentence_keeps_all_its_words_but_the_first() -> No
     r = read("user: My old landlord sold the flat. Now Anna Berg owns it.")
     assert r.values["name"] == {"anna berg"}
     assert r.subject == {"landlord", "sold", "flat"}
+    # and the name's own words are never part of it, wherever the name ends
+    assert read("user: The old shop closed. Now Ana runs it.").subject == {"shop", "close"}
+    assert read("user: The old bakery closed last year. Now Tom owns it.").subject == {
+        "bakery", "close", "last", "year"}
 
 
 def test_a_word_of_a_name_is_a_content_word_where_the_name_is_not() -> None:
@@ -524,3 +528,19 @@ def test_a_long_chat_turn_on_either_side_is_no_answer_to_compare() -> None:
     assert answers_alike(short, fits, asked, Policy()) == "time"
     assert answers_alike(over, short, asked, Policy()) is None
     assert answers_alike(short, over, asked, Policy()) is None
+
+
+def test_a_participle_is_no_head_what_precedes_it_is_a_value() -> None:
+    # "a corgi named Biscuit" and "a hamster named Peanut": two pets named, not two
+    # kinds of "named" thing told apart by a qualifier
+    s = judge(read("user: Our new pet is a corgi named Biscuit."),
+              read("user: Our pet is a hamster named Peanut."), 0.7, 0.0, Policy())
+    assert s.contrast is None
+
+
+def test_only_the_older_texts_subject_words_of_the_question_tell_a_look_alike() -> None:
+    # the question's other words ("town") the newer text may share: it still names
+    # another subject than the dentist the question and the older text name
+    asked = read("Who is my dentist in town?").words
+    assert answers_alike(read("user: My dermatologist in town is Dr. Okafor."),
+                         read("user: My dentist is Dr. Patel."), asked, Policy()) is None
