@@ -139,8 +139,8 @@ def test_forgetting_a_question_takes_its_meaning_out_of_the_reply() -> None:
     text = "Melanie: It was Matt Patterson, he is so talented!"
     reply = engine.observe(text, namespace=NS, at=T0 + timedelta(seconds=30),
                            metadata={"channel": "chat", "topic": "music"})
-    later = engine.observe("Caroline: Which band played at the birthday concert?",
-                           namespace="other", at=T0)  # another namespace's own question
+    elsewhere = engine.observe("Caroline: Which band played at the birthday concert?",
+                               namespace="other", at=T0)  # another namespace's question
     engine.flush()
     assert context_of(engine.get(reply.id, namespace=NS)) == question.id
     own = embedder.embed([text])[0]
@@ -155,7 +155,7 @@ def test_forgetting_a_question_takes_its_meaning_out_of_the_reply() -> None:
     np.testing.assert_allclose(index.stored_vectors(NS, [reply.id])[reply.id], own, atol=1e-6)
     with pytest.raises(NotFound):
         engine.get(question.id, namespace=NS)
-    assert engine.get(later.id, namespace="other").text == later.text
+    assert engine.get(elsewhere.id, namespace="other").text == elsewhere.text
 
 
 def test_context_of_reads_the_question_a_reply_was_mixed_with() -> None:
@@ -183,7 +183,7 @@ class CleansFiles(InMemoryStore):
         return {"wal": "truncated"}
 
 
-def test_a_forget_that_matched_nothing_cleans_no_file_unless_compact_is_asked() -> None:
+def test_forget_matching_cleans_the_files_once_and_compacts_only_when_asked() -> None:
     store = CleansFiles()
     engine = MemoryEngine(store, store, InMemoryVectorIndex(), BagOfWordsEmbedder(),
                           clock=ManualClock(T0))
