@@ -5,6 +5,9 @@ change of one value is found whatever else the texts say."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -480,18 +483,14 @@ def test_signals_are_shown_to_four_decimals() -> None:
               read("user: My rent is $1,500 a month."), 0.7123456, 0.0, Policy())
     shown = s.as_dict()
     assert shown["similarity"] == 0.7123
+    assert shown["score"] == round(s.score, 4) and shown["score"] != round(s.score, 5)
     assert judge(read("user: It's paleo now."), read("user: My diet is keto."), 0.2,
                  0.7654321, Policy()).as_dict()["context"] == 0.7654
-    assert shown["score"] == round(s.score, 4) and shown["score"] != round(s.score, 5)
 
 
 def test_readings_and_signals_cannot_change_once_made() -> None:
     # a reading is shared by every caller through the cache (`reading`), and signals are
     # what a memory's metadata records: neither may be changed in place
-    import dataclasses
-
-    import pytest
-
     r = updates.reading("user: My rent is $1,500 a month.")
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.cue = True  # type: ignore[misc]
@@ -509,7 +508,7 @@ def test_the_turn_before_counts_only_for_a_typed_value_or_a_change_word() -> Non
     assert judge(read("user: It's paleo now."), old, 0.2, 0.8, Policy()).context == 0.8
 
 
-def test_two_numbered_ones_of_a_kind_are_two_answers_unless_a_change_word_replaces_one() -> None:
+def test_two_numbered_ones_of_a_kind_are_no_two_answers_to_one_question() -> None:
     asked = read("When is the project deadline?").words
     p7 = read("user: The project 7 deadline is May 20.")
     assert answers_alike(read("user: The project 8 deadline is June 3."), p7, asked,
