@@ -207,3 +207,25 @@ def test_gc_cleans_the_files_of_what_it_deleted_without_compacting() -> None:
     engine.clock.advance(days=GC_DAYS + 1)  # type: ignore[attr-defined]
     assert engine.gc().deleted == 1
     assert store.cleaned == [False]
+
+
+def test_gc_counts_a_member_lifted_to_the_node_above_as_repointed() -> None:
+    """A kept member (retention-exempt) of a synthesis that GC collects moves up to the
+    synthesis that absorbed it, and the report counts that move. Decay by hand: a trace
+    of 0.5 (14 d half-life) falls below 0.01 at 79.0 d; a semantic synthesis of 0.5 (90 d)
+    at 507.9 d."""
+    engine = make_engine()
+    a = engine.observe("the greenhouse door sticks in the rain", importance=0.5)
+    b = engine.observe("the greenhouse needs a new hinge", importance=0.5)
+    d = engine.observe("the greenhouse was built in 2019", importance=0.5)
+    engine.store.commit(WriteBatch(NS, (engine.get(d.id).evolve(retention_exempt=True),)))
+    low = consolidate_by_hand(engine, [a, b, d])
+    engine.clock.advance(days=7)  # type: ignore[attr-defined]
+    c = engine.observe("bought a hinge for the greenhouse door", importance=0.5)
+    top = consolidate_by_hand(engine, [engine.get(low.id), c])
+    engine.clock.advance(days=90 * 5.643856 - 8)  # type: ignore[attr-defined]
+    assert engine.gc().members_collected == 3  # the traces; low is still above 0.01
+    engine.clock.advance(days=2)  # type: ignore[attr-defined]
+    report = engine.gc()
+    assert report.members_collected == 1 and report.repointed == 1
+    assert engine.get(d.id).consolidated_into == top.id
