@@ -392,6 +392,10 @@ def arbitrate(
                 and _echoes(r.memory, chain, links, policy, answered)
             ):
                 score = r.score + _ABOVE
+                said = answered(r.memory) if _by_assistant(r.memory) else None
+                if said is not None and said.id == new.id:  # it acknowledged this version
+                    notes.setdefault(r.memory.id, f"a reply to {new.id} stating nothing of "
+                                     "its own, ranked below it")
         base = cur.candidate if cur is not None else Candidate(new.id, 0.0, 0.0, rel)
         cand = base.evolve(id=new.id, relevance=rel)
         by_id[new.id] = Ranked(new, cand, decay, score, cur.speaker if cur else 0.0)

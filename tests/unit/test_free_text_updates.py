@@ -569,6 +569,7 @@ def test_a_reply_that_speaks_of_the_newest_version_ranks_below_it() -> None:
     out = arbitrate(ranked, cands, memories, links, T0 + timedelta(hours=1), Policy(),
                     lambda m: True)
     assert [r.memory.id for r in out.ranked][:2] == ["new", "ack"]
+    assert out.notes["ack"] == "a reply to new stating nothing of its own, ranked below it"
     # a reply to the newest version that speaks of something else lifts nothing
     aside = _said("ack", 21, "assistant: Happy to help! For Egypt, a short book is good.")
     memories["ack"] = aside
