@@ -272,12 +272,18 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
         if any(vals - said.values.get(kind, frozenset()) for kind, vals in reply.values.items()):
             continue
         capped[m.id] = Ranked(m, r.candidate, r.decay, prior.score - _ABOVE, r.speaker)
-        notes[m.id] = f"a reply to {prior.memory.id} stating nothing of its own, ranked below it"
+        notes[m.id] = _reply_note(prior.memory.id)
     if not capped:
         return Arbitration(ranked, {})
     out = [capped.get(r.memory.id, r) for r in ranked]
     out.sort(key=ranking_key)
     return Arbitration(out, notes)
+
+
+def _reply_note(statement_id: str) -> str:
+    """The explanation of a reply ranked below the statement it answers, whichever step
+    (`replies_below`, or `arbitrate` lifting a newest version above it) ranked it there."""
+    return f"a reply to {statement_id} stating nothing of its own, ranked below it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,8 +400,7 @@ def arbitrate(
                 score = r.score + _ABOVE
                 said = answered(r.memory) if _by_assistant(r.memory) else None
                 if said is not None and said.id == new.id:  # it acknowledged this version
-                    notes.setdefault(r.memory.id, f"a reply to {new.id} stating nothing of "
-                                     "its own, ranked below it")
+                    notes.setdefault(r.memory.id, _reply_note(new.id))
         base = cur.candidate if cur is not None else Candidate(new.id, 0.0, 0.0, rel)
         cand = base.evolve(id=new.id, relevance=rel)
         by_id[new.id] = Ranked(new, cand, decay, score, cur.speaker if cur else 0.0)
