@@ -51,6 +51,7 @@ from .retrieval import (
     period_focus,
     rank,
     ranking_key,
+    strong_lexical,
     unseen_similarity_bound,
 )
 from .scoring import importance_score
@@ -264,10 +265,16 @@ class RecallPath:
             candidates = self._in_period(ns, req, candidates, read, times)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, read)
             return candidates, memories, ranked
-        candidates = self._in_period(ns, req, fuse(dense, lexical, policy), side.early)
+        # the strong lexical-only matches' cosines decide how far the lexical half is
+        # trusted (`lexical_trust`), so they are read first, whatever the bound says
+        strong = set(strong_lexical(lexical, policy)) - in_dense
+        known = self.reads.similarities(ns, qvec, sorted(strong), side.cosines) if strong else {}
+        candidates = self._in_period(
+            ns, req, fuse(dense, lexical, policy, known), side.early
+        )
         memories, ranked = self._fetch_ranked(ns, candidates, places, req, side.early)
         need = needs_similarity(
-            lexical_only,
+            [cid for cid in lexical_only if cid not in known],
             candidates,
             unseen_similarity_bound(dense, asked),
             ranked,
@@ -277,6 +284,7 @@ class RecallPath:
         )
         extra = self.reads.similarities(ns, qvec, need, side.cosines) if need else {}
         if extra:
+            extra.update(known)
             candidates = self._in_period(ns, req, fuse(dense, lexical, policy, extra), memories)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, memories)
         return candidates, memories, ranked

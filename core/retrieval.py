@@ -39,7 +39,9 @@ class Explanation:
     final: float
     relevance: float  # fused dense + lexical (or carried over the graph)
     dense: float  # cosine similarity to the query, clipped at 0
-    lexical: float  # BM25 normalised by the best BM25 of this query, in [0, 1]
+    # BM25 normalised by the best BM25 of this query, in [0, 1], times the query's lexical
+    # trust (`lexical_trust`)
+    lexical: float
     decay: float  # decayed salience at the time asked
     importance: float  # importance blend (recency, frequency, centrality, confidence)
     tier: Tier
@@ -110,16 +112,54 @@ def fuse(
     dense_by_id = {h.id: max(0.0, h.similarity) for h in dense}
     for cid, sim in (extra_similarity or {}).items():  # true cosine of lexical-only hits
         dense_by_id.setdefault(cid, max(0.0, sim))
-    top = max((h.score for h in lexical), default=0.0)
-    scale = max(top, policy.retrieval.lexical_floor)
-    lex_by_id = {h.id: (h.score / scale if scale > 0 else 0.0) for h in lexical}
+    lex_by_id = normalised_lexical(lexical, policy)
+    trust = lexical_trust(lex_by_id, dense_by_id, policy)
     w = policy.retrieval.dense_weight
     out: dict[str, Candidate] = {}
     for cid in dense_by_id.keys() | lex_by_id.keys():
         d = dense_by_id.get(cid, 0.0)
-        lx = max(0.0, lex_by_id.get(cid, 0.0))
+        lx = trust * max(0.0, lex_by_id.get(cid, 0.0))
         out[cid] = Candidate(cid, d, lx, w * d + (1.0 - w) * lx)
     return out
+
+
+STRONG_LEXICAL = 0.5  # a lexical match this close to the best one is a strong one
+
+
+def normalised_lexical(lexical: Sequence[LexicalHit], policy: Policy) -> dict[str, float]:
+    """Each hit's BM25 over max(best BM25, `lexical_floor`)."""
+    top = max((h.score for h in lexical), default=0.0)
+    scale = max(top, policy.retrieval.lexical_floor)
+    return {h.id: (h.score / scale if scale > 0 else 0.0) for h in lexical}
+
+
+def strong_lexical(lexical: Sequence[LexicalHit], policy: Policy) -> list[str]:
+    """The hits `lexical_trust` judges the query's lexical half by."""
+    return [cid for cid, lx in normalised_lexical(lexical, policy).items() if lx >= STRONG_LEXICAL]
+
+
+def lexical_trust(
+    lexical: Mapping[str, float], similarity: Mapping[str, float], policy: Policy
+) -> float:
+    """The share of the lexical half a question's matches keep: by the cosine of the
+    nearest strong lexical match (`lexical_trust_low` / `_high`). Words shared by
+    accident ("going" in "taste as you go") bring texts of other meaning; a question's
+    real matches include at least one near it. A strong match whose cosine is not known
+    (recall outside conversation context reads it only when it could matter; the
+    vector index down) is trusted: no cosine, no evidence against it; so are matches
+    none of which is strong (BM25 below `lexical_floor`: weak already)."""
+    r = policy.retrieval
+    near: float | None = None  # None: no strong match, nothing to judge
+    for cid, lx in lexical.items():
+        if lx >= STRONG_LEXICAL:
+            if cid not in similarity:
+                return 1.0
+            near = max(near or 0.0, similarity[cid])
+    if near is None or near >= r.lexical_trust_high:
+        return 1.0
+    if near <= r.lexical_trust_low:
+        return 0.0
+    return (near - r.lexical_trust_low) / (r.lexical_trust_high - r.lexical_trust_low)
 
 
 def period_focus(

@@ -88,6 +88,37 @@ def test_a_change_in_free_text_ranks_first_on_real_embeddings(engine: MemoryEngi
     assert moved.id in ids and home.id not in ids
 
 
+def test_a_word_shared_by_accident_does_not_outrank_the_answer(engine: MemoryEngine) -> None:
+    # In a young namespace one rare word is the best lexical match, so it counts as a
+    # perfect one: "lovely" has the stem of "love", and outranked the answer, which says
+    # it in other words. A question's true lexical matches are near it in meaning.
+    answer = "user: Nothing beats a bowl of pho on a cold evening."
+    lovely = "assistant: Portugal is lovely in spring: mild weather and fewer tourists."
+    applied = "user: I finally sent the application for the museum job."
+    for text in [
+        answer,
+        "assistant: Pho is a great pick for cold weather.",
+        "user: Do you think Portugal is worth a visit in spring?",
+        lovely,
+        "user: My sister started learning the cello.",
+        "assistant: For a stew, keep the heat low and taste as you go.",
+        "user: I have a dentist appointment next Thursday.",
+        applied,
+    ]:
+        clock(engine).advance(seconds=90)
+        engine.observe(text)
+    hits = engine.recall("What food do I love most?", k=10, reinforce=False)
+    assert hits[0].text == answer
+    stem_only = next(h for h in hits if h.text == lovely).explanation
+    assert stem_only.dense < 0.2  # policy.retrieval.lexical_trust_low
+    assert stem_only.lexical == 0.0  # its cosine alone, and what the turns around it lend
+    assert stem_only.relevance == pytest.approx(0.5 * stem_only.dense + stem_only.context)
+    # a match near the question in meaning keeps the lexical half whole
+    hit = engine.recall("How is my museum job application going?", k=3, reinforce=False)[0]
+    assert hit.text == applied
+    assert hit.explanation.dense >= 0.35 and hit.explanation.lexical == pytest.approx(1.0)
+
+
 def test_decay_over_weeks_and_reinforcement(engine: MemoryEngine) -> None:
     trivial = engine.observe("user: ok cool", source="a")
     normal = engine.observe("user: the team offsite is at the lake house", source="b")

@@ -71,6 +71,10 @@ def full_recall(e: MemoryEngine, query: str, k: int) -> list[tuple[str, float]]:
                arbitration_hops=0),
         Policy(candidate_pool=10, dense_weight=0.8, expansion_seeds=2, context_weight=0.0,
                arbitration_hops=0),
+        # the lexical half scaled down for most queries: the strong lexical-only matches'
+        # cosines are read before anything is bounded
+        Policy(candidate_pool=6, context_weight=0.0, arbitration_hops=0,
+               lexical_trust_low=0.6, lexical_trust_high=0.9),
     ],
 )
 def test_bounded_recall_equals_the_full_computation(policy: Policy) -> None:
