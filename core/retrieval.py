@@ -145,8 +145,7 @@ def lexical_trust(
     nearest strong lexical match (`lexical_trust_low` / `_high`). Words shared by
     accident ("going" in "taste as you go") bring texts of other meaning; a question's
     real matches include at least one near it. A strong match whose cosine is not known
-    (recall outside conversation context reads it only when it could matter; the
-    vector index down) is trusted: no cosine, no evidence against it; so are matches
+    (the vector index down) is trusted: no cosine, no evidence against it; so are matches
     none of which is strong (BM25 below `lexical_floor`: weak already)."""
     r = policy.retrieval
     near: float | None = None  # None: no strong match, nothing to judge
