@@ -103,7 +103,7 @@ class FullText:
             inner, inner_stats = self._pending, self._stats
             self._pending, self._stats = self._outer.pop()
             for key, p in inner.items():
-                q = self._pending.setdefault(key, _Pending())
+                q = self._gathered(key)
                 for seq in p.drops:  # later than every change gathered so far
                     q.adds.pop(seq, None)
                     q.drops.add(seq)
@@ -149,16 +149,25 @@ class FullText:
     def _add(self, num: int, seq: int, text: str) -> None:
         counts, length = term_frequencies(text)
         for term, tf in counts.items():
-            p = self._pending.setdefault((num, term), _Pending())
+            p = self._gathered((num, term))
             p.adds[seq] = (tf, length)
         st = self._stats.setdefault(num, [0, 0])
         st[0] += 1
         st[1] += length
 
+    def _gathered(self, key: tuple[int, str]) -> _Pending:
+        """The open write's changes to one (namespace number, term), made on first use
+        (`setdefault` would build one for every term of every document, most of them
+        thrown away)."""
+        p = self._pending.get(key)
+        if p is None:
+            p = self._pending[key] = _Pending()
+        return p
+
     def _drop(self, num: int, seq: int, text: str) -> None:
         counts, length = term_frequencies(text)
         for term in counts:
-            p = self._pending.setdefault((num, term), _Pending())
+            p = self._gathered((num, term))
             p.adds.pop(seq, None)
             p.drops.add(seq)
         st = self._stats.setdefault(num, [0, 0])
