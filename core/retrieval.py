@@ -146,7 +146,7 @@ def lexical_trust(
     accident ("going" in "taste as you go") bring texts of other meaning; a question's
     real matches include at least one near it. A strong match whose cosine is not known
     (the vector index down) is trusted: no cosine, no evidence against it; so are matches
-    none of which is strong (BM25 below `lexical_floor`: weak already)."""
+    none of which is strong (the best BM25 below half of `lexical_floor`: weak already)."""
     r = policy.retrieval
     near: float | None = None  # None: no strong match, nothing to judge
     for cid, lx in lexical.items():
