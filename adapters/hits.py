@@ -51,5 +51,6 @@ def explanation_dict(e: Explanation) -> dict[str, object]:
         "context": shown(e.context),
         "speaker": shown(e.speaker),
         "period": shown(e.period),
+        "lexical_trust": shown(e.lexical_trust),
         "note": e.note,
     }

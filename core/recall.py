@@ -47,6 +47,7 @@ from .retrieval import (
     degrees_from,
     expand,
     fuse,
+    fused_trust,
     needs_similarity,
     period_focus,
     rank,
@@ -172,7 +173,7 @@ class RecallPath:
         asked = pool * (2 if req.historical else 1)
         context = policy.retrieval.context_weight > 0 and policy.retrieval.context_seeds > 0
         dense, side = self._channels(ns, req.query, qvec, pool, asked, context)
-        candidates, memories, ranked = self._first_ranking(
+        candidates, memories, ranked, trust = self._first_ranking(
             ns, req, qvec, dense, side, asked, context
         )
         candidates, ranked = self._neighbours(ns, ranked, candidates, memories, req)
@@ -182,7 +183,7 @@ class RecallPath:
         if replies.notes:
             settled = Arbitration(replies.ranked, replies.notes | settled.notes)
         hits = self._hits(
-            ns, settled.ranked[: max(req.k, 1)], side.degrees, req.when, settled.notes
+            ns, settled.ranked[: max(req.k, 1)], side.degrees, req.when, settled.notes, trust
         )
         tokens = None
         if req.token_budget is not None:
@@ -240,8 +241,9 @@ class RecallPath:
         side: LexicalSide,
         asked: int,
         context: bool,
-    ) -> tuple[dict[str, Candidate], dict[str, Memory], list[Ranked]]:
-        """Fused candidates, the records read and the ranking before graph expansion.
+    ) -> tuple[dict[str, Candidate], dict[str, Memory], list[Ranked], float]:
+        """Fused candidates, the records read, the ranking before graph expansion and the
+        query's lexical trust (for the explanations).
 
         Lexical-only candidates enter with dense = 0; their stored vectors are fetched
         only for those an exact bound cannot rule out of the top (and the expansion
@@ -264,7 +266,7 @@ class RecallPath:
             candidates = conversation_context(candidates, seeds, times, policy)
             candidates = self._in_period(ns, req, candidates, read, times)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, read)
-            return candidates, memories, ranked
+            return candidates, memories, ranked, fused_trust(dense, lexical, policy, extra)
         # the strong lexical-only matches' cosines decide how far the lexical half is
         # trusted (`lexical_trust`), so they are read first, whatever the bound says
         strong = set(strong_lexical(lexical, policy)) - in_dense
@@ -287,7 +289,7 @@ class RecallPath:
             extra.update(known)
             candidates = self._in_period(ns, req, fuse(dense, lexical, policy, extra), memories)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, memories)
-        return candidates, memories, ranked
+        return candidates, memories, ranked, fused_trust(dense, lexical, policy, known)
 
     def _in_period(
         self,
@@ -534,6 +536,7 @@ class RecallPath:
         known_degrees: dict[str, int],
         when: datetime,
         notes: Mapping[str, str] | None = None,
+        trust: float = 1.0,
     ) -> list[Hit]:
         """Each ranked memory with every term of its score (the degrees read along the
         way are reused; the rest are read in one call)."""
@@ -559,6 +562,7 @@ class RecallPath:
                     speaker=r.speaker,
                     period=r.candidate.period,
                     note=(notes or {}).get(r.memory.id) or restored_note(r.memory),
+                    lexical_trust=trust,
                 ),
             )
             for r in top

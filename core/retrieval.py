@@ -55,6 +55,9 @@ class Explanation:
     # relevance taken away because the memory was observed outside the calendar period
     # the question names ("in December 2023": `period_weight`)
     period: float = 0.0
+    # the share of the lexical half this question kept (`lexical_trust`): below 1 when its
+    # strong lexical matches were all far from it in meaning, words shared by accident
+    lexical_trust: float = 1.0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -70,6 +73,7 @@ class Explanation:
             "context": shown(self.context),
             "speaker": shown(self.speaker),
             "period": shown(self.period),
+            "lexical_trust": shown(self.lexical_trust),
             "note": self.note,
         }
 
@@ -109,9 +113,7 @@ def fuse(
     `lexical_floor`, so a query whose only lexical matches are words found in every
     memory (a speaker prefix, say: BM25 near 0) is not stretched into a perfect match.
     """
-    dense_by_id = {h.id: max(0.0, h.similarity) for h in dense}
-    for cid, sim in (extra_similarity or {}).items():  # true cosine of lexical-only hits
-        dense_by_id.setdefault(cid, max(0.0, sim))
+    dense_by_id = _similarities(dense, extra_similarity)
     lex_by_id = normalised_lexical(lexical, policy)
     trust = lexical_trust(lex_by_id, dense_by_id, policy)
     w = policy.retrieval.dense_weight
@@ -121,6 +123,29 @@ def fuse(
         lx = trust * max(0.0, lex_by_id.get(cid, 0.0))
         out[cid] = Candidate(cid, d, lx, w * d + (1.0 - w) * lx)
     return out
+
+
+def _similarities(
+    dense: Sequence[VectorHit], extra: Mapping[str, float] | None
+) -> dict[str, float]:
+    """Each known candidate's cosine, clipped at 0: the dense hits', then the true cosine
+    of lexical-only hits read beside them."""
+    out = {h.id: max(0.0, h.similarity) for h in dense}
+    for cid, sim in (extra or {}).items():
+        out.setdefault(cid, max(0.0, sim))
+    return out
+
+
+def fused_trust(
+    dense: Sequence[VectorHit],
+    lexical: Sequence[LexicalHit],
+    policy: Policy,
+    extra_similarity: Mapping[str, float] | None = None,
+) -> float:
+    """The lexical trust `fuse` applies to the same inputs, for the explanation."""
+    return lexical_trust(
+        normalised_lexical(lexical, policy), _similarities(dense, extra_similarity), policy
+    )
 
 
 STRONG_LEXICAL = 0.5  # a lexical match this close to the best one is a strong one

@@ -149,6 +149,11 @@ class Explanation(BaseModel):
     via: str | None = None
     context: float
     speaker: float = 0.0
+    lexical_trust: float = Field(
+        default=1.0,
+        description="Share of the lexical half the question kept: below 1 when its strong "
+        "lexical matches were all far from it in meaning.",
+    )
 
 
 class HitOut(BaseModel):

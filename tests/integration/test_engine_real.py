@@ -113,10 +113,14 @@ def test_a_word_shared_by_accident_does_not_outrank_the_answer(engine: MemoryEng
     assert stem_only.dense < 0.2  # policy.retrieval.lexical_trust_low
     assert stem_only.lexical == 0.0  # its cosine alone, and what the turns around it lend
     assert stem_only.relevance == pytest.approx(0.5 * stem_only.dense + stem_only.context)
+    # every hit of the question says the lexical half was dropped, and why it can be
+    assert {h.explanation.lexical_trust for h in hits} == {0.0}
+    assert stem_only.as_dict()["lexical_trust"] == 0.0
     # a match near the question in meaning keeps the lexical half whole
     hit = engine.recall("How is my museum job application going?", k=3, reinforce=False)[0]
     assert hit.text == applied
     assert hit.explanation.dense >= 0.35 and hit.explanation.lexical == pytest.approx(1.0)
+    assert hit.explanation.lexical_trust == 1.0
 
 
 def test_decay_over_weeks_and_reinforcement(engine: MemoryEngine) -> None:

@@ -205,7 +205,10 @@ def test_explanations_carry_every_term(engine: MemoryEngine) -> None:
     assert ex.relevance == pytest.approx(0.5 * ex.dense + 0.5 * ex.lexical)
     assert ex.final == pytest.approx(0.9 * ex.relevance + 0.1 * 0.25) == h.score
     assert ex.tier is Tier.TRACE and ex.hops == 0
-    assert set(ex.as_dict()) >= {"relevance", "lexical", "decay", "importance", "tier", "hops"}
+    assert ex.lexical_trust == 1.0  # the match is near the question: the half is whole
+    assert set(ex.as_dict()) >= {
+        "relevance", "lexical", "decay", "importance", "tier", "hops", "lexical_trust"
+    }
 
 
 def test_graph_expansion_reaches_a_memory_sharing_an_entity(engine: MemoryEngine) -> None:

@@ -9,7 +9,7 @@ import pytest
 from reverie.core import Policy
 from reverie.core.errors import InvalidPolicy
 from reverie.core.ports import LexicalHit, VectorHit
-from reverie.core.retrieval import fuse, lexical_trust, strong_lexical
+from reverie.core.retrieval import fuse, fused_trust, lexical_trust, strong_lexical
 
 P = Policy()
 
@@ -68,7 +68,10 @@ def test_fuse_scales_every_lexical_term_by_the_trust() -> None:
     assert got["other"].relevance == pytest.approx(0.5 * 0.275 + 0.5 * 0.5 * 0.5)
     assert got["faint"].relevance == pytest.approx(0.5 * 0.3 + 0.5 * 0.5 * 0.1)
     assert got["answer"].relevance == pytest.approx(0.5 * 0.44)
+    # the same share, for the explanation
+    assert fused_trust(dense, lexical, P, {"stem": 0.05, "faint": 0.3}) == pytest.approx(0.5)
     # with the strong matches far from the question, only the cosines are left
     far = fuse(dense[:1], lexical, P, extra_similarity={"stem": 0.05, "other": 0.1})
     assert {c.lexical for c in far.values()} == {0.0}
     assert far["answer"].relevance > far["stem"].relevance
+    assert fused_trust(dense[:1], lexical, P, {"stem": 0.05, "other": 0.1}) == 0.0
