@@ -149,6 +149,15 @@ class Explanation(BaseModel):
     via: str | None = None
     context: float
     speaker: float = 0.0
+    period: float = Field(
+        default=0.0,
+        description="Relevance taken away: observed outside the period the question names.",
+    )
+    note: str | None = Field(
+        default=None,
+        description="A newer version placed above an older one, an older one below its "
+        "newer version, or a reply ranked below the statement it answers.",
+    )
     lexical_trust: float = Field(
         default=1.0,
         description="Share of the lexical half the question kept: below 1 when its strong "

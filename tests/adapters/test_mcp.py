@@ -167,6 +167,11 @@ def test_stdio_every_tool_the_stats_resource_and_errors(tmp_path: Path) -> None:
                 client, "recall", {"query": "Where does Alice live?", "include_history": True}
             )
             assert any("Lisbon" in h["memory"]["text"] for h in with_history["hits"])
+            # the explanation says which is the newer version, as the engine's does
+            newest = with_history["hits"][0]
+            assert newest["memory"]["fact"]["object"] == "Berlin"
+            assert "newer version of" in newest["explanation"]["note"]
+            assert "Lisbon" in newest["explanation"]["note"]
             cat = await ok(client, "recall", {"query": "what pet does she have", "k": 1})
             assert "Miso" in cat["hits"][0]["memory"]["text"]
 
