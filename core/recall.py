@@ -259,20 +259,23 @@ class RecallPath:
                 self.reads.similarities(ns, qvec, lexical_only, side.cosines)
                 if lexical_only else {}
             )
-            candidates = fuse(dense, lexical, policy, extra)
+            trust = fused_trust(dense, lexical, policy, extra)
+            candidates = fuse(dense, lexical, policy, extra, trust)
             seeds, read, times = self.reads.context_inputs(
                 ns, candidates, dense, req.admit, side
             )
             candidates = conversation_context(candidates, seeds, times, policy)
             candidates = self._in_period(ns, req, candidates, read, times)
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, read)
-            return candidates, memories, ranked, fused_trust(dense, lexical, policy, extra)
+            return candidates, memories, ranked, trust
         # the strong lexical-only matches' cosines decide how far the lexical half is
-        # trusted (`lexical_trust`), so they are read first, whatever the bound says
+        # trusted (`lexical_trust`), so they are read first, whatever the bound says; the
+        # cosines read later are of weak matches only, which leave the trust as it is
         strong = set(strong_lexical(lexical, policy)) - in_dense
         known = self.reads.similarities(ns, qvec, sorted(strong), side.cosines) if strong else {}
+        trust = fused_trust(dense, lexical, policy, known)
         candidates = self._in_period(
-            ns, req, fuse(dense, lexical, policy, known), side.early
+            ns, req, fuse(dense, lexical, policy, known, trust), side.early
         )
         memories, ranked = self._fetch_ranked(ns, candidates, places, req, side.early)
         need = needs_similarity(
@@ -287,9 +290,11 @@ class RecallPath:
         extra = self.reads.similarities(ns, qvec, need, side.cosines) if need else {}
         if extra:
             extra.update(known)
-            candidates = self._in_period(ns, req, fuse(dense, lexical, policy, extra), memories)
+            candidates = self._in_period(
+                ns, req, fuse(dense, lexical, policy, extra, trust), memories
+            )
             memories, ranked = self._fetch_ranked(ns, candidates, places, req, memories)
-        return candidates, memories, ranked, fused_trust(dense, lexical, policy, known)
+        return candidates, memories, ranked, trust
 
     def _in_period(
         self,

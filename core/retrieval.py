@@ -104,8 +104,10 @@ def fuse(
     lexical: Sequence[LexicalHit],
     policy: Policy,
     extra_similarity: Mapping[str, float] | None = None,
+    trust: float | None = None,
 ) -> dict[str, Candidate]:
-    """Linear fusion of cosine similarity and max-normalised BM25.
+    """Linear fusion of cosine similarity and max-normalised BM25, the lexical half
+    scaled by the query's `trust` (`fused_trust` of the same inputs when not given).
 
     Max-normalising BM25 per query puts the best lexical match at 1.0, on the same
     footing as a near-identical embedding; rank-only fusion (RRF) would throw away
@@ -115,7 +117,8 @@ def fuse(
     """
     dense_by_id = _similarities(dense, extra_similarity)
     lex_by_id = normalised_lexical(lexical, policy)
-    trust = lexical_trust(lex_by_id, dense_by_id, policy)
+    if trust is None:
+        trust = lexical_trust(lex_by_id, dense_by_id, policy)
     w = policy.retrieval.dense_weight
     out: dict[str, Candidate] = {}
     for cid in dense_by_id.keys() | lex_by_id.keys():
@@ -142,7 +145,8 @@ def fused_trust(
     policy: Policy,
     extra_similarity: Mapping[str, float] | None = None,
 ) -> float:
-    """The lexical trust `fuse` applies to the same inputs, for the explanation."""
+    """The lexical trust `fuse` applies to the same inputs: computed once per recall,
+    for every fusion of it and for the explanations."""
     return lexical_trust(
         normalised_lexical(lexical, policy), _similarities(dense, extra_similarity), policy
     )

@@ -75,3 +75,6 @@ def test_fuse_scales_every_lexical_term_by_the_trust() -> None:
     assert {c.lexical for c in far.values()} == {0.0}
     assert far["answer"].relevance > far["stem"].relevance
     assert fused_trust(dense[:1], lexical, P, {"stem": 0.05, "other": 0.1}) == 0.0
+    # a trust computed once for the recall is taken as given
+    given = fuse(dense[:1], lexical, P, {"stem": 0.05, "other": 0.1}, trust=1.0)
+    assert given["stem"].lexical == 1.0 and given["other"].lexical == 0.5
