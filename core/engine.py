@@ -247,12 +247,20 @@ class MemoryEngine:
         items: Iterable[Observation | str],
         *,
         namespace: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
     ) -> list[Memory]:
         """`observe` for many texts at once, embedding them in batches (bulk ingest is
         several times faster). Every item is validated before anything is written, and
-        each item is then its own atomic write, in order."""
+        each item is then its own atomic write, in order.
+
+        `batch_size` texts go to the embedder in one call and are written in one
+        transaction. 256 rather than 64: a local model pads each of its batches to the
+        longest text and sorts what it is handed by length, so a larger call wastes less
+        on padding (MiniLM embeds LoCoMo's turns 1.7x faster at 256 than at 64), and
+        the store rewrites each touched block of postings once per call. The price: a
+        chunk's writes hold the store's write lock together, so other writers wait for
+        a larger chunk longer."""
         items = validation.items(items, "items")
         validation.positive_int(batch_size, "batch_size")
         validation.callback(progress, "progress")

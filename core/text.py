@@ -19,6 +19,8 @@ def normalize_text(text: str) -> str:
     return t.rstrip(" .!?;,")
 
 
+# A write hashes its text where it is prepared, checked and stored: the last few are kept.
+@functools.lru_cache(maxsize=512)
 def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
 

@@ -214,6 +214,7 @@ _NOISE_WORDS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(w: str) -> str:
     """Porter's stem, with a final "i" read as the "y" it came from: Porter turns "y"
     into "i" before a suffix is dropped but not after, so "employed" and "employ" stem to
@@ -391,9 +392,10 @@ def _without_names(r: Reading, participants: frozenset[str]) -> Reading:
     if not names:
         return r
     kept = frozenset(
-        n for n in names
-        if not any(p == n or p.startswith(n.split()[0]) for p in participants)
+        n for n in names if not any(p.startswith(n.split()[0]) for p in participants)
     )
+    if len(kept) == len(names):  # the usual case: no copy of the reading
+        return r
     values = {k: v for k, v in r.values.items() if k != "name"}
     if kept:
         values["name"] = kept
