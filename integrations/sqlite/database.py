@@ -49,6 +49,14 @@ _CHUNK = 400
 # most of those pages come from the operating system again on every query (a system call
 # each). The price is memory: at most this much per open store, only as pages are read.
 _PAGE_CACHE_KIB = 65_536
+# Bytes of the file read through a memory map (SQLite caps it at its build's limit, 2 GB
+# on most): a page beyond the page cache is then read from the operating system's cache
+# without a system call and a copy. Recall at 300k memories (a 1.5 GB file) took 9.2-9.6
+# ms with it against 10.5-10.9 ms without, taking turns. The mapped pages a process has
+# read count in its resident size (they are the file's, and the system reclaims them like
+# any cached file page), and a disk that fails a read stops the process (SIGBUS) where
+# SQLite would raise an error: one more reason the store wants a local file system.
+_MMAP_BYTES = 1 << 31
 _PAGE_BYTES = 8192  # a new file's page size (an existing file keeps its own)
 
 T = TypeVar("T")
@@ -142,6 +150,7 @@ class Database:
             # forget is for privacy: freed bytes are zeroed, not left readable in the file
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA cache_size = -{_PAGE_CACHE_KIB}")
+            conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             self._conn = conn
             self._migrate()
         except BaseException as e:

@@ -233,6 +233,55 @@ def test_four_processes_touching_one_memory_lose_no_count(tmp_path: Path) -> Non
         assert len(shared.recent_accesses) == 16
 
 
+def _forget_and_shrink_worker(path: str, ids: list[str]) -> None:
+    store = SQLiteStore(path)
+    try:
+        store.delete("ns", ids)
+        store.erase_residue()  # the freed pages back to the file system: the file shrinks
+    finally:
+        store.close()
+
+
+def test_a_store_reading_through_its_map_survives_another_process_shrinking_the_file(
+    tmp_path: Path,
+) -> None:
+    """The store reads its file through a memory map: when another process deletes most
+    rows and hands the pages back, the file shrinks under the map, and this process must
+    go on reading the rows left (no crash on a page past the new end, no deleted text)."""
+    path = tmp_path / "memory.db"
+    words = ["boiler", "gauge", "cellar", "shelf", "valve", "hinge", "ladder", "lantern",
+             "kettle", "barrel"]
+    with SQLiteStore(path) as store:
+        mems = [
+            make_memory(f"m{i:04d}", f"note {i}: the {words[i % 10]} by the door " + "x" * 900)
+            for i in range(1200)
+        ]
+        for n in range(0, len(mems), 200):
+            store.commit(WriteBatch("ns", tuple(mems[n : n + 200])))
+        store.erase_residue()  # the WAL into the file
+        size = os.path.getsize(path)
+        # every page read once through the map
+        assert len(store.get_many("ns", [m.id for m in mems])) == 1200
+        assert len(store.search("ns", "kettle", 500)) == 120
+        gone = [m.id for m in mems if int(m.id[1:]) % 10 != 7]  # all but the lanterns
+        worker = multiprocessing.get_context("spawn").Process(
+            target=_forget_and_shrink_worker, args=(str(path), gone)
+        )
+        worker.start()
+        worker.join(timeout=180)
+        assert worker.exitcode == 0
+        assert os.path.getsize(path) < size / 4
+
+        left = store.get_many("ns", [m.id for m in mems])
+        assert sorted(left) == [f"m{i:04d}" for i in range(7, 1200, 10)]
+        assert all(m.text.startswith(f"note {m.id[1:].lstrip('0')}: the lantern") for m in
+                   left.values())
+        assert store.search("ns", "kettle", 500) == []
+        assert {h.id for h in store.search("ns", "lantern", 500)} == set(left)
+        store.commit(WriteBatch("ns", (make_memory("fresh", "a kettle on the stove"),)))
+        assert [h.id for h in store.search("ns", "kettle", 5)] == ["fresh"]
+
+
 def _as_version_1(path: Path) -> None:
     """Turn a file into what schema version 1 wrote: raw text under FTS5's own porter."""
     conn = sqlite3.connect(path)
