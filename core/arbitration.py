@@ -222,6 +222,12 @@ def _assistant_text(text: str) -> bool:
     return updates.is_assistant(text)
 
 
+def forget_cached_texts() -> None:
+    """Drop the texts remembered for speed, after a forget (`updates.forget_cached_texts`)."""
+    _assistant_text.cache_clear()
+    updates.forget_cached_texts()
+
+
 def _answered_by(turns: Iterable[Memory]) -> Callable[[Memory], Memory | None]:
     """The turn an assistant's reply answers: the latest user turn among `turns` said at
     or before it (at one time, the last given)."""

@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from . import capabilities, validation, vector_sync
+from . import arbitration, capabilities, validation, vector_sync
 from .admin import Admin, RepairReport
 from .clock import SystemClock
 from .consolidation import ConsolidationReport
@@ -473,7 +473,7 @@ class MemoryEngine:
         a bad consolidation instead, use `undo_consolidation`."""
         memory_ids = validation.identifiers(memory_ids, "each memory id", self.policy)
         report = self._maintenance.forget(memory_ids, namespace, compact=compact)
-        self._writes.versions.forget_recent()  # no forgotten text stays in the write path
+        self._forgot()
         return report.deleted
 
     def forget_matching(
@@ -490,7 +490,7 @@ class MemoryEngine:
         report = self._maintenance.forget_matching(
             text, namespace, compact=compact, dry_run=dry_run
         )
-        self._writes.versions.forget_recent()
+        self._forgot()
         return report
 
     def undo_consolidation(
@@ -552,8 +552,14 @@ class MemoryEngine:
         """Delete everything a namespace holds (a user's right to erasure)."""
         validate_namespace(namespace)
         deleted = self._maintenance.forget_namespace(namespace)
-        self._writes.versions.forget_recent()  # no forgotten text stays in the write path
+        self._forgot()
         return deleted
+
+    def _forgot(self) -> None:
+        """No forgotten text stays in this process: not in the write path's recent turns,
+        nor among the texts whose readings and hashes are remembered for speed."""
+        self._writes.versions.forget_recent()
+        arbitration.forget_cached_texts()
 
     # ------------------------------------------------------------------ inspection
 

@@ -41,7 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from .policy import Policy
-from .text import STOP_WORDS, porter_stem, speaker_name, strip_speaker
+from .text import STOP_WORDS, content_hash, porter_stem, speaker_name, strip_speaker
 
 # Speaker prefixes and metadata roles that mark an assistant's words.
 _ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool", "agent"])
@@ -290,6 +290,14 @@ def reading(text: str) -> Reading:
     """`read`, remembered per text: recall compares the same hits query after query, and
     the version search reads the same earlier texts for each newer one."""
     return read(text)
+
+
+def forget_cached_texts() -> None:
+    """Drop every text this module remembers for speed (readings, word sequences, content
+    hashes), after a forget: no forgotten text stays in the process. They refill as texts
+    are read again."""
+    for cached in (reading, _about, _qualifiers, content_hash):
+        cached.cache_clear()
 
 
 def asks(text: str) -> bool:

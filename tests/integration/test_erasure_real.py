@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from reverie.core import ManualClock, Status, Tier
+from reverie.core import ManualClock, Status, Tier, updates
 from reverie.core.engine import MemoryEngine
+from reverie.core.text import content_hash
 from reverie.integrations import open_engine
 from reverie.integrations.chroma.hnsw import HnswSettings
 from reverie.integrations.chroma.index import ChromaIndex
@@ -196,6 +197,32 @@ def test_forgetting_what_recall_returned_erases_every_holder(tier: dict[str, Any
     assert _holders(again) == []
     assert again.store.get_meta("forget_pending") == "[]"
     again.close()
+
+
+def _remembered(cached: Any, *args: Any) -> bool:
+    """Did `cached` (an lru_cache) hold its answer for `args`? Asking counts a hit if so."""
+    before = cached.cache_info().hits
+    cached(*args)
+    return bool(cached.cache_info().hits > before)
+
+
+def test_no_forgotten_text_stays_remembered_in_the_process(tmp_path: Path) -> None:
+    """Texts are read for update signals and hashed on every write and recall, and those
+    readings are remembered per text for speed; a forget drops them, as it drops the
+    write path's recent turns, so the forgotten text is not kept in the process."""
+    engine = open_engine(tmp_path / "home", clock=ManualClock(T0), namespace=NS)
+    secret = engine.observe(SAID[0], source="chat-0")
+    engine.observe("I walked the dog in the park")
+    assert secret.id in [h.id for h in engine.recall("what is my bank PIN?", k=5)]
+    # the write hashed the text and the recall read it: both are remembered now
+    assert _remembered(content_hash, SAID[0])
+    assert _remembered(updates.reading, SAID[0])
+
+    engine.forget(secret.id)
+
+    assert not _remembered(content_hash, SAID[0])
+    assert not _remembered(updates.reading, SAID[0])
+    engine.close()
 
 
 def test_no_byte_of_a_forgotten_text_is_left_where_reverie_wrote(tier: dict[str, Any]) -> None:
