@@ -257,7 +257,7 @@ class MemoryEngine:
         `batch_size` texts go to the embedder in one call and are written in one
         transaction. 256 rather than 64: a local model pads each of its batches to the
         longest text and sorts what it is handed by length, so a larger call wastes less
-        on padding (MiniLM embeds LoCoMo's turns 1.7x faster at 256 than at 64), and
+        on padding (MiniLM embeds LoCoMo's turns 1.6x faster at 256 than at 64), and
         the store rewrites each touched block of postings once per call. The price: a
         chunk's writes hold the store's write lock together, so other writers wait for
         a larger chunk longer."""
