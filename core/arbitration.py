@@ -223,9 +223,8 @@ def _assistant_text(text: str) -> bool:
 
 
 def forget_cached_texts() -> None:
-    """Drop the texts remembered for speed, after a forget (`updates.forget_cached_texts`)."""
+    """Drop the texts remembered for speed, after a forget (as `updates` does its own)."""
     _assistant_text.cache_clear()
-    updates.forget_cached_texts()
 
 
 def _answered_by(turns: Iterable[Memory]) -> Callable[[Memory], Memory | None]:

@@ -26,7 +26,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from . import arbitration, capabilities, validation, vector_sync
+from . import arbitration, capabilities, updates, validation, vector_sync
+from . import text as text_rules
 from .admin import Admin, RepairReport
 from .clock import SystemClock
 from .consolidation import ConsolidationReport
@@ -559,7 +560,8 @@ class MemoryEngine:
         """No forgotten text stays in this process: not in the write path's recent turns,
         nor among the texts whose readings and hashes are remembered for speed."""
         self._writes.versions.forget_recent()
-        arbitration.forget_cached_texts()
+        for module in (arbitration, updates, text_rules):
+            module.forget_cached_texts()
 
     # ------------------------------------------------------------------ inspection
 

@@ -25,6 +25,11 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
 
 
+def forget_cached_texts() -> None:
+    """Drop the hashed texts kept, after a forget (as `updates` does its own)."""
+    content_hash.cache_clear()
+
+
 # Capitalised words that start sentences or are pronouns, not names.
 _NOT_ENTITIES = frozenset(
     [

@@ -41,7 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from .policy import Policy
-from .text import STOP_WORDS, content_hash, porter_stem, speaker_name, strip_speaker
+from .text import STOP_WORDS, porter_stem, speaker_name, strip_speaker
 
 # Speaker prefixes and metadata roles that mark an assistant's words.
 _ASSISTANT_NAMES = frozenset(["assistant", "ai", "bot", "system", "model", "tool", "agent"])
@@ -293,10 +293,9 @@ def reading(text: str) -> Reading:
 
 
 def forget_cached_texts() -> None:
-    """Drop every text this module remembers for speed (readings, word sequences, content
-    hashes), after a forget: no forgotten text stays in the process. They refill as texts
-    are read again."""
-    for cached in (reading, _about, _qualifiers, content_hash):
+    """Drop every text this module remembers for speed (readings, word sequences), after
+    a forget: no forgotten text stays in the process. They refill as texts are read."""
+    for cached in (reading, _about, _qualifiers):
         cached.cache_clear()
 
 
