@@ -400,6 +400,12 @@ _CASE_WORDS = [
     "Dr.", "eBay", "USD", "1/2/2024", "Mornings", "FYI", "Instead", "of", "Went", "up",
     "GREEN", "navy", "redwood", "TELL", "me", "I", "NEED", "a", "Tips", "can", "YOU",
     "for", "NOW", "Going", "BY", "tram",
+    # the words the patterns' hints look for, and look-alikes that hold them
+    "isn't", "ANYMORE", "any", "more", "CUT", "cute", "with", "down", "just", "So", "know",
+    "snow", "Scratch", "that", "wrong", "I", "meant", "Sorry,", "the", "Record", "heads",
+    "forward", "as", "today", "Traded", "it", "in", "news", "Dollars", "EUROS", "am", "pm",
+    "Weekend", "Friday", "NIGHT", "lunchtimes", "3.14", "from", "on", "Make", "usual",
+    "preferred", "Currently", "were", "had", "did", "#12", "room",
 ]
 
 
@@ -407,8 +413,9 @@ _CASE_WORDS = [
 def test_the_lower_case_patterns_match_as_the_case_insensitive_ones(
     words: list[str], spaced: bool
 ) -> None:
-    # ASCII text is matched case-sensitively over its lower case (the cheap way); every
-    # pattern must find the same spans there as its case-insensitive form on the text
+    # ASCII text is matched case-sensitively over its lower case (the cheap way), and
+    # not at all when it holds none of the pattern's hints; every pattern must find the
+    # same spans there as its case-insensitive form on the text
     text = (" " if spaced else "").join(words)
     folded = [p for _, p in updates._VALUE_TYPES if isinstance(p, updates._Folded)]
     for pattern in (updates.CUE, updates.STRONG_CUE, updates.STATE, updates._PAST,
@@ -419,6 +426,37 @@ def test_the_lower_case_patterns_match_as_the_case_insensitive_ones(
     colours = dict(updates._VALUE_TYPES)["colour"]
     cheap = [m.span() for m in colours.finditer(text, text.lower())]
     assert cheap == [m.span() for m in colours.finditer(text, None)]
+
+
+# one text per alternative of the change-word pattern, in its words
+_CHANGE_WORDS = [
+    "Actually, it's tea.", "Oh actually it's tea.", "It's no longer tea.", "Not anymore.",
+    "It isn't tea any more.", "I switched to tea.", "I changed my order to tea.",
+    "We moved to Lisbon.", "I upgraded to a Pixel.", "Rent was raised to $900.",
+    "It increased to 5.", "The deadline was extended to May 3.",
+    "It's rescheduled to 4 PM.", "I downgraded to basic.", "It decreased to 4.",
+    "It was lowered to 3.", "It was shortened to May 2.", "It adjusted to 5.",
+    "It improved to 9.", "It was reduced to 2.", "It was bumped to 7.", "It was pushed to June.",
+    "We updated to 3.12.", "It went up to $60.", "It went down to $40.",
+    "I traded it in for a Kia.", "We relocated to Porto.", "We migrated to Postgres.",
+    "I transferred to Boston.", "It was postponed to June.", "It's delayed to May.",
+    "The budget was cut to 3.", "It dropped to 2.", "I swapped it for tea.", "Now it's tea.",
+    "It's now tea.", "From now on, tea.", "These days it's tea.", "The new plan is tea.",
+    "My new car is a Kia.", "Our new dog is Rex.", "I was wrong, it's tea.",
+    "Scratch that, tea.", "Sorry, I meant tea.", "My order got changed.",
+    "The plan has changed.", "The times have changed.", "I went with tea.",
+    "For the record, tea.", "Just so you know, tea.", "Heads up, tea.", "Make that tea.",
+    "Going forward, tea.", "As of now, tea.", "As of today, tea.", "FYI tea.",
+    "It's French now.", "Going by tram now.",
+]
+
+
+@pytest.mark.parametrize("text", _CHANGE_WORDS)
+def test_every_change_word_is_found_past_the_hints(text: str) -> None:
+    # the hints only skip text that cannot match: a hint missing for an alternative
+    # would hide that change word on ASCII text
+    assert updates.CUE.any_case.search(text) is not None
+    assert updates.CUE.search(text, text.lower()) is not None
 
 
 def test_text_beyond_ascii_folds_case_as_unicode_does() -> None:
