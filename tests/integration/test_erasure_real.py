@@ -113,9 +113,23 @@ def _holders(engine: MemoryEngine) -> list[str]:
 def _files_holding(root: Path, needle: str) -> list[str]:
     low = needle.lower().encode()
     return sorted(
-        str(p.relative_to(root)) for p in root.rglob("*")
+        _where(p, root, low) for p in root.rglob("*")
         if p.is_file() and low in p.read_bytes().lower()
     )
+
+
+def _where(p: Path, root: Path, low: bytes) -> str:
+    """The file, and for an HNSW block where in it the text stands: in an element (below
+    count x size) or in the block's tail past the last element, so a failure tells which
+    write left it."""
+    name = str(p.relative_to(root))
+    head = p.parent / "header.bin"
+    if p.name != "data_level0.bin" or not head.exists():
+        return name
+    _, _, _, count, size, _, _ = struct.unpack("<I6Q", head.read_bytes()[:52])
+    raw = p.read_bytes().lower()
+    at = [i for i in range(len(raw)) if raw.startswith(low, i)]
+    return f"{name} (at {at}; {count} elements of {size} bytes, {len(raw)} bytes in all)"
 
 
 def _files_holding_vectors(root: Path, vectors: Sequence[np.ndarray]) -> list[str]:
