@@ -199,6 +199,8 @@ class _Words:
         return (m for m in self._WORD.finditer(low) if m.group(0) in self.words)
 
 
+_DIGITS = tuple("0123456789")  # the hint of a pattern that needs a digit
+
 # Typed values, most specific first: a span claimed by one type is masked for the rest.
 _VALUE_TYPES: tuple[tuple[str, _Folded | _Words], ...] = (
     ("money", _Folded(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?\s?[km]?\b|\b\d[\d,]*(?:\.\d+)?\s?"
@@ -212,7 +214,7 @@ _VALUE_TYPES: tuple[tuple[str, _Folded | _Words], ...] = (
                      rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
                      rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_WEEKDAY}s?\b|"
                      rf"\bweek(?:day|end)s?\b",
-                     hints=("day", "week", *"0123456789"))),  # a weekday ends in "day"
+                     hints=("day", "week", *_DIGITS))),  # a weekday ends in "day"
     ("version", _Folded(r"\bv?\d+\.\d+(?:\.\d+)*\b", hints=(".",))),
     ("number", _Folded(r"\b\d[\d,]*(?:\.\d+)?\b")),
     ("colour", _Words(frozenset(_COLOURS.split("|")))),
@@ -278,7 +280,7 @@ class Reading:
 # ("project 7", "note 22", "day 3", "room 12") names which one of a kind a text speaks of;
 # another number after the same word is another one of that kind, not a new value.
 _LABEL = _Folded(
-    r"\b([a-z][a-z'-]+)\s+#?(\d+)\b(?![.,]\d|\s?(?:%|am\b|pm\b))", hints=tuple("0123456789")
+    r"\b([a-z][a-z'-]+)\s+#?(\d+)\b(?![.,]\d|\s?(?:%|am\b|pm\b))", hints=_DIGITS
 )
 
 

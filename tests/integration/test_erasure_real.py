@@ -14,6 +14,7 @@ its file held them before the forget).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import struct
 import uuid
@@ -128,7 +129,7 @@ def _where(p: Path, root: Path, low: bytes) -> str:
         return name
     _, _, _, count, size, _, _ = struct.unpack("<I6Q", head.read_bytes()[:52])
     raw = p.read_bytes().lower()
-    at = [i for i in range(len(raw)) if raw.startswith(low, i)]
+    at = [m.start() for m in re.finditer(re.escape(low), raw)]
     return f"{name} (at {at}; {count} elements of {size} bytes, {len(raw)} bytes in all)"
 
 

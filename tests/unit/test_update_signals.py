@@ -402,7 +402,7 @@ _CASE_WORDS = [
     "for", "NOW", "Going", "BY", "tram",
     # the words the patterns' hints look for, and look-alikes that hold them
     "isn't", "ANYMORE", "any", "more", "CUT", "cute", "with", "down", "just", "So", "know",
-    "snow", "Scratch", "that", "wrong", "I", "meant", "Sorry,", "the", "Record", "heads",
+    "snow", "Scratch", "that", "wrong", "meant", "Sorry,", "the", "Record", "heads",
     "forward", "as", "today", "Traded", "it", "in", "news", "Dollars", "EUROS", "am", "pm",
     "Weekend", "Friday", "NIGHT", "lunchtimes", "3.14", "from", "on", "Make", "usual",
     "preferred", "Currently", "were", "had", "did", "#12", "room",
