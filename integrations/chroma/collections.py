@@ -146,6 +146,10 @@ class Collections:
         self.closed = False
         # every call holds it shared; rewriting the HNSW files holds it alone (chroma.scrub)
         self.files = SharedExclusive()
+        # run after each call, outside its shared hold, with the collection and its
+        # dimension: zeroes what Chroma wrote past the HNSW block's last element
+        # (embedded only, `chroma.scrub.Tails`)
+        self.after_call: Callable[[Any, int], None] | None = None
 
     @contextmanager
     def guard(self) -> Iterator[None]:
@@ -240,11 +244,15 @@ class Collections:
                 return None
             try:
                 with self.files.shared():
-                    return retry_transient(namespace, functools.partial(fn, col))
+                    out = retry_transient(namespace, functools.partial(fn, col))
             except NotFoundError:
                 self.forget(namespace)
                 if attempt:
                     raise
+                continue
+            if self.after_call is not None:
+                self.after_call(col, self.dimension(col))
+            return out
         raise AssertionError("unreachable")  # pragma: no cover
 
     def forget(self, namespace: str) -> None:

@@ -171,6 +171,7 @@ class ChromaIndex:
         index._log_file = os.path.join(os.fspath(path), "chroma.sqlite3")
         index._call_seconds = call_seconds
         index._cols.settle = index._settle
+        index._cols.after_call = scrub.Tails(index._log_file, index._cols.files).check
         if call_seconds > 0:
             index._cols.batch_cap = _BOUNDED_BATCH
         return index
@@ -429,9 +430,12 @@ class ChromaIndex:
         """An unfiltered query of the raw collection, run on the deadline's worker, with
         the segment files held as `Collections.call` holds them."""
         with self._cols.files.shared():
-            return raw.query(  # type: ignore[no-any-return]
+            out: Mapping[str, Any] = raw.query(
                 query_embeddings=q[None, :], n_results=k, include=["distances"]
             )
+        if self._cols.after_call is not None:
+            self._cols.after_call(raw, self._cols.dimension(raw))
+        return out
 
     def _query(
         self,

@@ -39,6 +39,7 @@ import numpy as np
 
 __all__ = [
     "SharedExclusive",
+    "Tails",
     "blank",
     "decoys",
     "rewrite_queue",
@@ -197,7 +198,7 @@ def scrub_files(directory: str, ids: Sequence[str], dim: int) -> dict[str, int]:
     ):
         done["unreadable"] = 1
         return done
-    labels = _labels(directory, ids) if count else {}
+    labels = _labels(directory, ids) if count and ids else {}
     if labels is None:
         done["unreadable"] = 1
         return done
@@ -212,15 +213,73 @@ def scrub_files(directory: str, ids: Sequence[str], dim: int) -> dict[str, int]:
                 f.seek(j * size + data_at)
                 f.write(v.astype("<f4").tobytes())
             done["elements"] = len(slots)
-        tail = file_size - count * size
-        if tail > 0:
-            f.seek(count * size)
-            for start in range(0, tail, 1 << 20):
-                f.write(bytes(min(1 << 20, tail - start)))
-            done["zeroed"] = tail
-        f.flush()
-        os.fsync(f.fileno())
+        done["zeroed"] = _zero_tail(f, count * size, file_size)
+        if done["elements"] or done["zeroed"]:
+            f.flush()
+            os.fsync(f.fileno())
     return done
+
+
+def _zero_tail(f: Any, start: int, end: int) -> int:
+    """Zeros from `start` to `end` when any byte there is not one (a tail written
+    before is left as it is, so a look costs a read and no write); returns the bytes
+    zeroed."""
+    step = 1 << 20
+    f.seek(start)
+    dirty = False
+    for at in range(start, end, step):
+        if any(f.read(min(step, end - at))):
+            dirty = True
+            break
+    if not dirty:
+        return 0
+    f.seek(start)
+    for at in range(start, end, step):
+        f.write(bytes(min(step, end - at)))
+    return end - start
+
+
+class Tails:
+    """Zeroes the tail of a collection's `data_level0.bin` after any call that wrote it.
+
+    The file's modification time and size are kept per segment; a call after which they
+    differ (the first in this client, a persist, another process's write) has the tail
+    looked at, alone against other calls, and zeroed when it holds anything."""
+
+    def __init__(self, log_file: str, lock: SharedExclusive) -> None:
+        self._log_file = log_file
+        self._lock = lock
+        self._dirs: dict[str, str | None] = {}  # collection id -> its segment's directory
+        self._seen: dict[str, tuple[int, int]] = {}  # directory -> (mtime_ns, size)
+        self._mu = threading.Lock()
+
+    def check(self, collection: Any, dim: int) -> None:
+        """After a call into `collection` (made outside the call's shared hold)."""
+        key = str(collection.id)
+        directory = self._dirs.get(key)
+        if directory is None:
+            directory = segment_dir(self._log_file, key)
+            if directory is None:  # no segment files yet
+                return
+            self._dirs[key] = directory
+        try:
+            st = os.stat(os.path.join(directory, _DATA))
+        except FileNotFoundError:
+            return
+        if self._seen.get(directory) == (st.st_mtime_ns, st.st_size):
+            return
+        with self._lock.exclusive():
+            if scrub_files(directory, [], dim)["unreadable"]:
+                log.warning(
+                    "the HNSW files in %s have a layout this version of reverie does not "
+                    "know; bytes past their last element are left as written", directory,
+                )
+            try:
+                st = os.stat(os.path.join(directory, _DATA))
+            except FileNotFoundError:
+                return
+        with self._mu:
+            self._seen[directory] = (st.st_mtime_ns, st.st_size)
 
 
 def _labels(directory: str, ids: Sequence[str]) -> dict[str, int] | None:

@@ -292,6 +292,36 @@ def test_no_byte_of_a_forgotten_text_is_left_where_reverie_wrote(tier: dict[str,
         assert _files_holding(tier["dir"], SECRET) == []
 
 
+def test_a_later_write_of_the_hnsw_block_keeps_no_byte_past_its_last_element(
+    tmp_path: Path,
+) -> None:
+    """hnswlib allocates its block without clearing it, and Chroma writes the whole block
+    of a namespace that has persisted no element yet, on each client's first call into
+    it: memory the process freed, a forgotten text among it, can land past the block's
+    last element. No real write lands it there on demand, so the test puts the text where
+    such a write would; the next call finds the file changed and zeroes that tail."""
+    home = tmp_path / "home"
+    engine = open_engine(home, clock=ManualClock(T0), namespace=NS)
+    secret = engine.observe(SAID[0])
+    engine.observe("I walked the dog in the park")
+    engine.forget(secret.id)
+    assert engine.recall("where did I walk the dog?", k=3)
+    (data,) = home.rglob("data_level0.bin")
+    head = (data.parent / "header.bin").read_bytes()[:52]
+    _, _, _, count, size, _, _ = struct.unpack("<I6Q", head)
+    assert data.stat().st_size >= count * size + 4096  # below the first persist: all tail
+    with open(data, "r+b") as f:
+        f.seek(count * size + 1000)
+        f.write(f"freed memory: {SAID[0]}".encode())
+    assert _files_holding(home, SECRET) != []
+
+    assert engine.recall("where did I walk the dog?", k=3)
+
+    assert _files_holding(home, SECRET) == []
+    assert not any(data.read_bytes()[count * size:])
+    engine.close()
+
+
 def test_the_cli_erases_a_text_and_takes_a_consolidation_apart(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
