@@ -228,7 +228,7 @@ def _zero_tail(f: Any, start: int, end: int) -> int:
     f.seek(start)
     dirty = False
     for at in range(start, end, step):
-        if any(f.read(min(step, end - at))):
+        if f.read(min(step, end - at)).strip(b"\0"):
             dirty = True
             break
     if not dirty:
@@ -249,7 +249,7 @@ class Tails:
     def __init__(self, log_file: str, lock: SharedExclusive) -> None:
         self._log_file = log_file
         self._lock = lock
-        self._dirs: dict[str, str | None] = {}  # collection id -> its segment's directory
+        self._dirs: dict[str, str] = {}  # collection id -> its segment's directory
         self._seen: dict[str, tuple[int, int]] = {}  # directory -> (mtime_ns, size)
         self._mu = threading.Lock()
 
@@ -269,15 +269,20 @@ class Tails:
         if self._seen.get(directory) == (st.st_mtime_ns, st.st_size):
             return
         with self._lock.exclusive():
-            if scrub_files(directory, [], dim)["unreadable"]:
+            try:
+                unreadable = scrub_files(directory, [], dim)["unreadable"]
+                st = os.stat(os.path.join(directory, _DATA))
+            except FileNotFoundError:  # the collection was dropped meanwhile
+                return
+            except OSError as e:  # a read-only file: Chroma's own writes fail there too
+                log.warning("cannot zero the bytes past the last element in %s: %s",
+                            directory, e)
+                unreadable = 0
+            if unreadable:
                 log.warning(
                     "the HNSW files in %s have a layout this version of reverie does not "
                     "know; bytes past their last element are left as written", directory,
                 )
-            try:
-                st = os.stat(os.path.join(directory, _DATA))
-            except FileNotFoundError:
-                return
         with self._mu:
             self._seen[directory] = (st.st_mtime_ns, st.st_size)
 
