@@ -14,9 +14,10 @@ indexing the namespace again):
   unit vector drawn from the id's hash, so the process's copy no longer holds the
   original and no later persist can write it back;
 - `scrub_files` (after it): in the file, each erased element's floats become the same
-  decoy, and every byte past the last element is zeroed. The elements are found by the
-  labels Chroma persisted beside the file (`index_metadata.pickle`, read with a loader
-  that accepts plain data only).
+  decoy, and every byte past the last element is zeroed, in it and in `length.bin` (the
+  elements' norms, one float per slot, written from an uninitialised array likewise).
+  The elements are found by the labels Chroma persisted beside the file
+  (`index_metadata.pickle`, read with a loader that accepts plain data only).
 
 The file layout read here is hnswlib's (Chroma's fork adds a 4-byte version in front of
 the header); a header that does not add up is left alone and reported.
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 _BLANK_BATCH = 64
 _HEADER = struct.Struct("<I6Q")  # version, offsetLevel0, max, count, size, label, data
 _DATA = "data_level0.bin"
+_LENGTHS = "length.bin"  # Chroma's fork: each element's norm, a float32 per slot
 
 
 class SharedExclusive:
@@ -176,9 +178,9 @@ def segment_dir(log_file: str, collection_id: str) -> str | None:
 
 def scrub_files(directory: str, ids: Sequence[str], dim: int) -> dict[str, int]:
     """Decoys in place of the erased elements' floats in `data_level0.bin`, and zeros
-    past its last element. Returns what was done: elements overwritten, bytes zeroed,
-    and `unreadable` 1 when the header or the labels could not be read (nothing then
-    changes). The caller holds the index's `SharedExclusive` exclusively."""
+    past its last element there and in `length.bin`. Returns what was done: elements
+    overwritten, bytes zeroed, and `unreadable` 1 when the header or the labels could not
+    be read (nothing then changes). The caller holds the index's `SharedExclusive` exclusively."""
     done = {"elements": 0, "zeroed": 0, "unreadable": 0}
     data = os.path.join(directory, _DATA)
     try:
@@ -217,6 +219,14 @@ def scrub_files(directory: str, ids: Sequence[str], dim: int) -> dict[str, int]:
         if done["elements"] or done["zeroed"]:
             f.flush()
             os.fsync(f.fileno())
+    lengths = os.path.join(directory, _LENGTHS)
+    if os.path.exists(lengths):  # one float per slot, written from the same block
+        with open(lengths, "r+b") as f:
+            zeroed = _zero_tail(f, count * 4, os.path.getsize(lengths))
+            if zeroed:
+                f.flush()
+                os.fsync(f.fileno())
+        done["zeroed"] += zeroed
     return done
 
 

@@ -298,8 +298,9 @@ def test_a_later_write_of_the_hnsw_block_keeps_no_byte_past_its_last_element(
     """hnswlib allocates its block without clearing it, and Chroma writes the whole block
     of a namespace that has persisted no element yet, on each client's first call into
     it: memory the process freed, a forgotten text among it, can land past the block's
-    last element. No real write lands it there on demand, so the test puts the text where
-    such a write would; the next call finds the file changed and zeroes that tail."""
+    last element, in the vectors' file and in the norms' file beside it. No real write
+    lands it there on demand, so the test puts the text where such a write would; the next
+    call finds the file changed and zeroes both tails."""
     home = tmp_path / "home"
     engine = open_engine(home, clock=ManualClock(T0), namespace=NS)
     secret = engine.observe(SAID[0])
@@ -310,15 +311,19 @@ def test_a_later_write_of_the_hnsw_block_keeps_no_byte_past_its_last_element(
     head = (data.parent / "header.bin").read_bytes()[:52]
     _, _, _, count, size, _, _ = struct.unpack("<I6Q", head)
     assert data.stat().st_size >= count * size + 4096  # below the first persist: all tail
-    with open(data, "r+b") as f:
-        f.seek(count * size + 1000)
-        f.write(f"freed memory: {SAID[0]}".encode())
-    assert _files_holding(home, SECRET) != []
+    lengths = data.parent / "length.bin"  # a float per slot, from a block alike
+    assert lengths.stat().st_size >= count * 4 + 64
+    for path, at in ((data, count * size + 1000), (lengths, count * 4 + 8)):
+        with open(path, "r+b") as f:
+            f.seek(at)
+            f.write(f"{SECRET}".encode())
+    assert len(_files_holding(home, SECRET)) == 2
 
     assert engine.recall("where did I walk the dog?", k=3)
 
     assert _files_holding(home, SECRET) == []
     assert not any(data.read_bytes()[count * size:])
+    assert not any(lengths.read_bytes()[count * 4:])
     engine.close()
 
 
