@@ -239,20 +239,29 @@ def newest_active(keys: NamespaceKeys, limit: int) -> Steps[list[Memory]]:
     return [found[i] for i in reversed(ids) if i in found and found[i].is_active]
 
 
+# The memory's place in the seq order and its neighbours, in one round trip (recall asks
+# for them on every call): the span's ids, led by the memory's own index in the span.
+AROUND_SCRIPT = """
+local at = redis.call('ZRANK', KEYS[1], ARGV[1])
+if not at then return false end
+local lo = math.max(0, at - tonumber(ARGV[2]))
+local span = redis.call('ZRANGE', KEYS[1], lo, at + tonumber(ARGV[2]))
+table.insert(span, 1, at - lo)
+return span
+"""
+
+
 def written_around(keys: NamespaceKeys, memory_id: str, n: int) -> Steps[list[str]]:
     """Up to `n` ids written before `memory_id` and `n` after it, nearest first each way:
     its neighbours in the namespace's seq order (`all`: every memory, any status), as
     SQLite reads its seq index. Nothing for an unknown id."""
     if n <= 0:
         return []
-    at = yield ("zrank", keys.all, memory_id)
-    if at is None:
+    got = yield Lua("around", [keys.all], [memory_id, int(n)])
+    if not got:
         return []
-    at = int(at)
-    span = list((yield ("zrange", keys.all, max(0, at - n), at + n)))
-    before = [str(i) for i in span[: at - max(0, at - n)]]
-    after = [str(i) for i in span[at - max(0, at - n) + 1 :]]
-    return [*reversed(before), *after]
+    at, span = int(got[0]), [str(i) for i in got[1:]]
+    return [*reversed(span[:at]), *span[at + 1 :]]
 
 
 # --- what a write reads ------------------------------------------------------------------

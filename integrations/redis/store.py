@@ -215,6 +215,7 @@ class RedisStore:
             "keep": client.register_script(reads.KEEP_SCRIPT),
             "entity_top": client.register_script(reads.ENTITY_TOP_SCRIPT),
             "touch": client.register_script(reads.TOUCH_SCRIPT),
+            "around": client.register_script(reads.AROUND_SCRIPT),
         }
         self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
         self._guard(client.ping)
