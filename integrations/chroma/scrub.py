@@ -260,8 +260,8 @@ class Tails:
         self._log_file = log_file
         self._lock = lock
         self._dirs: dict[str, str] = {}  # collection id -> its segment's directory
-        self._seen: dict[str, tuple[int, int]] = {}  # directory -> (mtime_ns, size)
-        self._mu = threading.Lock()
+        # directory -> (mtime_ns, size); one dict operation at a time, atomic in CPython
+        self._seen: dict[str, tuple[int, int]] = {}
 
     def check(self, collection: Any, dim: int) -> None:
         """After a call into `collection` (made outside the call's shared hold)."""
@@ -293,8 +293,7 @@ class Tails:
                     "the HNSW files in %s have a layout this version of reverie does not "
                     "know; bytes past their last element are left as written", directory,
                 )
-        with self._mu:
-            self._seen[directory] = (st.st_mtime_ns, st.st_size)
+        self._seen[directory] = (st.st_mtime_ns, st.st_size)
 
 
 def _labels(directory: str, ids: Sequence[str]) -> dict[str, int] | None:

@@ -119,6 +119,12 @@ def _files_holding(root: Path, needle: str) -> list[str]:
     )
 
 
+def _header(block: Path) -> tuple[int, ...]:
+    """hnswlib's header of an HNSW block (after Chroma's 4-byte version): offset of level
+    0, max elements, element count, element size, label offset, data offset."""
+    return struct.unpack("<I6Q", (block.parent / "header.bin").read_bytes()[:52])[1:]
+
+
 def _where(p: Path, root: Path, low: bytes) -> str:
     """The file, and for an HNSW block where in it the text stands: in an element (below
     count x size) or in the block's tail past the last element, so a failure tells which
@@ -127,7 +133,7 @@ def _where(p: Path, root: Path, low: bytes) -> str:
     head = p.parent / "header.bin"
     if p.name != "data_level0.bin" or not head.exists():
         return name
-    _, _, _, count, size, _, _ = struct.unpack("<I6Q", head.read_bytes()[:52])
+    _, _, count, size, _, _ = _header(p)
     raw = p.read_bytes().lower()
     at = [m.start() for m in re.finditer(re.escape(low), raw)]
     return f"{name} (at {at}; {count} elements of {size} bytes, {len(raw)} bytes in all)"
@@ -148,8 +154,7 @@ def _files_holding_vectors(root: Path, vectors: Sequence[np.ndarray]) -> list[st
         raw = p.read_bytes()
         hit = any(n in raw for n in needles)
         if p.name == "data_level0.bin":
-            head = (p.parent / "header.bin").read_bytes()
-            _, _, _, _, size, label_at, data_at = struct.unpack("<I6Q", head[:52])
+            _, _, _, size, label_at, data_at = _header(p)
             whole = len(raw) // size
             block = np.frombuffer(raw[: whole * size], dtype=np.uint8).reshape(whole, size)
             floats = block[:, data_at:label_at].copy().view("<f4")
@@ -308,8 +313,7 @@ def test_a_later_write_of_the_hnsw_block_keeps_no_byte_past_its_last_element(
     engine.forget(secret.id)
     assert engine.recall("where did I walk the dog?", k=3)
     (data,) = home.rglob("data_level0.bin")
-    head = (data.parent / "header.bin").read_bytes()[:52]
-    _, _, _, count, size, _, _ = struct.unpack("<I6Q", head)
+    _, _, count, size, _, _ = _header(data)
     assert data.stat().st_size >= count * size + 4096  # below the first persist: all tail
     lengths = data.parent / "length.bin"  # a float per slot, from a block alike
     assert lengths.stat().st_size >= count * 4 + 64
