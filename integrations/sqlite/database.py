@@ -9,9 +9,14 @@ read and write as one transaction on one shared connection.
   updated.
 - Opening never modifies a file that is not already a reverie store (or empty): a user who
   points reverie at the wrong path keeps their data.
-- Thread-safe: one connection shared under a re-entrant lock, because sqlite3 connections
-  must not run two statements at once and the engine's async methods call in from worker
-  threads. Process-safe: WAL plus ``BEGIN IMMEDIATE`` with a busy timeout.
+- Thread-safe: writes go through one connection under a re-entrant lock, because sqlite3
+  connections must not run two statements at once and the engine's async methods call in
+  from worker threads. Reads go through read-only connections of their own (a pool, one
+  per concurrent reader), so a recall never waits for a write: with one shared
+  connection, a recall in one thread waited for every write of another thread to commit,
+  a bulk ingest's chunk or a REM cycle's batch (hundreds of milliseconds). A thread
+  inside a write reads through the write's connection, so it sees the writes before it.
+  Process-safe: WAL plus ``BEGIN IMMEDIATE`` with a busy timeout.
 """
 
 from __future__ import annotations
@@ -84,6 +89,32 @@ def marks(n: int) -> str:
 _SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
 
 
+class WriteLock:
+    """A re-entrant lock that tells whether the calling thread holds it: a thread inside
+    a write must read through the write's connection (to see its own uncommitted
+    writes), every other thread reads through a connection of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._owner: int | None = None  # set and cleared by the holder only
+        self._depth = 0
+
+    def __enter__(self) -> WriteLock:
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+        self._lock.release()
+
+    def held_here(self) -> bool:
+        return self._owner == threading.get_ident()
+
+
 class Database:
     """The connection to one reverie SQLite file, and its transactions."""
 
@@ -108,8 +139,11 @@ class Database:
         self._busy_ms = max(1, round(busy_seconds * 1000))
         self._memory = os.fspath(path) == ":memory:"
         self._path = Path(os.fspath(path))
-        self.lock = threading.RLock()
+        self.lock = WriteLock()
         self._conn: sqlite3.Connection | None = None
+        # the idle read-only connections (one in use is its reader's until it is returned)
+        self._idle: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         self._together = False  # inside `together()`: writes are savepoints of one transaction
         if not self._memory:
             self._check_file()
@@ -329,21 +363,28 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read snapshot, so multi-statement reads (count, get_many) agree with themselves
-        (inside `together`, the open transaction: it sees the writes before it)."""
-        with self.lock:
-            conn = self.connection()
-            if self._together and conn.in_transaction:
-                yield conn
-                return
-            try:
-                conn.execute("BEGIN")
-                try:
+        (inside a write, the write's transaction: it sees the writes before it)."""
+        if self.lock.held_here() or self._memory:
+            with self.lock:
+                conn = self.connection()
+                if conn.in_transaction:
                     yield conn
-                finally:
-                    if conn.in_transaction:
-                        conn.execute("COMMIT")
-            except sqlite3.Error as e:
-                raise self._translate(e) from None
+                    return
+                yield from self._snapshot(conn)
+            return
+        with self._reader() as conn:
+            yield from self._snapshot(conn)
+
+    def _snapshot(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        try:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise self._translate(e) from None
 
     @contextmanager
     def single(self) -> Iterator[sqlite3.Connection]:
@@ -351,12 +392,65 @@ class Database:
         a read snapshot of its own, so no BEGIN and COMMIT are sent around it (two calls
         fewer, each of which hands the GIL to any other thread waiting for it). The
         statement's rows must be read to the end inside the block."""
-        with self.lock:
-            conn = self.connection()
+        if self.lock.held_here() or self._memory:
+            with self.lock:
+                conn = self.connection()
+                try:
+                    yield conn
+                except sqlite3.Error as e:
+                    raise self._translate(e) from None
+            return
+        with self._reader() as conn:
             try:
                 yield conn
             except sqlite3.Error as e:
                 raise self._translate(e) from None
+
+    def writing_here(self) -> bool:
+        """Whether the calling thread is inside a write (its reads see that write)."""
+        return self.lock.held_here()
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """An idle read-only connection for the body, opened when none is idle. A
+        connection in use by one thread is never lent to another; one whose read failed
+        is closed, not returned."""
+        self.connection()  # BackendUnavailable once the store is closed
+        with self._readers_lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._open_reader()
+        ok = False
+        try:
+            yield conn
+            ok = not conn.in_transaction
+        finally:
+            with self._readers_lock:
+                keep = ok and self._conn is not None  # closed meanwhile: closed here
+                if keep:
+                    self._idle.append(conn)
+            if not keep:
+                conn.close()
+
+    def _open_reader(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                os.fspath(self._path),
+                timeout=self._busy_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as e:
+            raise self._translate(e) from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            conn.execute("PRAGMA query_only = ON")  # a read path never writes the file
+            conn.execute(f"PRAGMA cache_size = -{_PAGE_CACHE_KIB}")
+            conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
+        except sqlite3.Error as e:
+            conn.close()
+            raise self._translate(e) from None
+        return conn
 
     def checkpoint(self) -> dict[str, int | bool]:
         """Copy the WAL into the main file and truncate it to zero bytes
@@ -404,9 +498,13 @@ class Database:
 
     def close(self) -> None:
         with self.lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            with self._readers_lock:
+                idle, self._idle = self._idle, []
+                conn, self._conn = self._conn, None
+            for r in idle:  # one in use is closed when its read ends
+                r.close()
+            if conn is not None:
+                conn.close()
 
 
 _SQLITE_FULL = 13

@@ -272,13 +272,16 @@ class FullText:
 
     def top(
         self, conn: sqlite3.Connection, ns: str, terms: Sequence[str], k: int,
-        columns: Sequence[str] = (),
+        columns: Sequence[str] = (), *, in_write: bool = False,
     ) -> list[tuple[Any, ...]]:
         """(memory id, BM25 score, *`columns` of its row) of the best `k` active texts for
         `terms`, best first; ties by record seq (insertion order), as every tier breaks
         them. The ids come from one read of the hits' rows, so other columns of them cost
-        next to nothing more there (recall takes the kept embeddings)."""
-        if self._outer and (self._pending or self._stats):
+        next to nothing more there (recall takes the kept embeddings). `in_write`: `conn`
+        is the connection of the caller's own open write (another thread's search reads
+        the committed postings through its own connection, and leaves the write's pending
+        changes alone)."""
+        if in_write and self._outer and (self._pending or self._stats):
             self.flush(conn)  # a search inside `together` sees the writes before it
         row = conn.execute(
             "SELECT num, docs, doc_terms FROM namespace_ids WHERE name = ?", (ns,)

@@ -573,7 +573,7 @@ class SQLiteStore:
         if not terms or k <= 0:
             return []
         with self._read() as conn:
-            top = self._text.top(conn, ns, terms, int(k))
+            top = self._text.top(conn, ns, terms, int(k), in_write=self._db.writing_here())
         return [LexicalHit(memory_id, score) for memory_id, score in top]
 
     def search_kept(self, namespace: str, query: str, k: int) -> KeptSearch:
@@ -585,7 +585,8 @@ class SQLiteStore:
         if not terms or k <= 0:
             return KeptSearch([], {})
         with self._read() as conn:
-            top = self._text.top(conn, ns, terms, int(k), ("embedding",))
+            top = self._text.top(
+                conn, ns, terms, int(k), ("embedding",), in_write=self._db.writing_here())
         kept = [(memory_id, blob) for memory_id, _, blob in top if blob is not None]
         return KeptSearch(
             [LexicalHit(memory_id, score) for memory_id, score, _ in top],

@@ -205,12 +205,16 @@ def _steps(store: SQLiteStore, query: str, k: int = 5) -> int:
         steps += 1
         return 0
 
+    # the search runs on the write connection while this thread holds the store's lock
+    # (other threads read through connections of their own), so its steps are counted here
     conn = store._db.connection()
     conn.set_progress_handler(tick, 1)
     try:
-        store.search("ns", query, k)
+        with store._db.lock:
+            store.search("ns", query, k)
     finally:
         conn.set_progress_handler(None, 1)
+    assert steps > 0  # the search ran where it was counted
     return steps
 
 
