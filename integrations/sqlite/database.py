@@ -114,6 +114,15 @@ class WriteLock:
     def held_here(self) -> bool:
         return self._owner == threading.get_ident()
 
+    def enter_if_free(self) -> bool:
+        """Take the lock if no other thread holds it (True), else leave it (False); a
+        True must be followed by `__exit__`."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        self._owner = threading.get_ident()
+        self._depth += 1
+        return True
+
 
 class Database:
     """The connection to one reverie SQLite file, and its transactions."""
@@ -364,16 +373,28 @@ class Database:
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read snapshot, so multi-statement reads (count, get_many) agree with themselves
         (inside a write, the write's transaction: it sees the writes before it)."""
-        if self.lock.held_here() or self._memory:
-            with self.lock:
-                conn = self.connection()
-                if conn.in_transaction:
-                    yield conn
-                    return
-                yield from self._snapshot(conn)
+        taken = self._take_if_free()
+        if self._memory or self.lock.held_here():
+            try:
+                with self.lock:
+                    conn = self.connection()
+                    if conn.in_transaction:
+                        yield conn
+                        return
+                    yield from self._snapshot(conn)
+            finally:
+                if taken:
+                    self.lock.__exit__()
             return
         with self._reader() as conn:
             yield from self._snapshot(conn)
+
+    def _take_if_free(self) -> bool:
+        """Take the write lock for a read when no write runs: the write connection's page
+        cache is warm, where a read-only connection's is emptied by every commit of the
+        writer (WAL: another connection's commit resets it). True when taken here; the
+        caller releases it once more than it enters it."""
+        return not self._memory and not self.lock.held_here() and self.lock.enter_if_free()
 
     def _snapshot(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         try:
@@ -392,13 +413,18 @@ class Database:
         a read snapshot of its own, so no BEGIN and COMMIT are sent around it (two calls
         fewer, each of which hands the GIL to any other thread waiting for it). The
         statement's rows must be read to the end inside the block."""
-        if self.lock.held_here() or self._memory:
-            with self.lock:
-                conn = self.connection()
-                try:
-                    yield conn
-                except sqlite3.Error as e:
-                    raise self._translate(e) from None
+        taken = self._take_if_free()
+        if self._memory or self.lock.held_here():
+            try:
+                with self.lock:
+                    conn = self.connection()
+                    try:
+                        yield conn
+                    except sqlite3.Error as e:
+                        raise self._translate(e) from None
+            finally:
+                if taken:
+                    self.lock.__exit__()
             return
         with self._reader() as conn:
             try:
