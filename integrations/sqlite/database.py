@@ -1,5 +1,5 @@
 """One SQLite file opened as a reverie store: refuse a foreign file, migrate, and run every
-read and write as one transaction on one shared connection.
+read and write as one transaction, the writes on one shared connection.
 
 - WAL, and ``BEGIN IMMEDIATE`` for every write. WAL lets readers run while a writer
   commits; taking the write lock at ``BEGIN`` (not at the first write) means a
@@ -11,11 +11,12 @@ read and write as one transaction on one shared connection.
   points reverie at the wrong path keeps their data.
 - Thread-safe: writes go through one connection under a re-entrant lock, because sqlite3
   connections must not run two statements at once and the engine's async methods call in
-  from worker threads. Reads go through read-only connections of their own (a pool, one
-  per concurrent reader), so a recall never waits for a write: with one shared
-  connection, a recall in one thread waited for every write of another thread to commit,
-  a bulk ingest's chunk or a REM cycle's batch (hundreds of milliseconds). A thread
-  inside a write reads through the write's connection, so it sees the writes before it.
+  from worker threads. A read while another thread writes goes through a read-only
+  connection of its own (a pool, one per concurrent reader), so a recall never waits for
+  a write: waiting, a recall in one thread sat out every write of another thread, a bulk
+  ingest's chunk or a REM cycle's batch (hundreds of milliseconds). A read while no
+  write runs takes the write connection, whose page cache stays warm; a thread inside a
+  write reads through the write, so it sees the writes before it.
   Process-safe: WAL plus ``BEGIN IMMEDIATE`` with a busy timeout.
 """
 
@@ -92,7 +93,7 @@ _SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
 class WriteLock:
     """A re-entrant lock that tells whether the calling thread holds it: a thread inside
     a write must read through the write's connection (to see its own uncommitted
-    writes), every other thread reads through a connection of its own."""
+    writes), another thread reads through a connection of its own while it is held."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
