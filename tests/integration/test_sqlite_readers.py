@@ -1,6 +1,7 @@
-"""Reads beside a write, on the SQLite store: a recall in one thread must not wait for
-another thread's write (a bulk ingest's chunk, a REM cycle's batch), and must see what was
-committed, never a write still open. The thread inside the write sees its own writes.
+"""Reads beside a write, on the SQLite store and through an engine on it: a recall in one
+thread must not wait for another thread's write (a bulk ingest's chunk, a REM cycle's
+batch), and must see what was committed, never a write still open. The thread inside the
+write sees its own writes.
 
 The threads are ordered by events, not by time; a wait that never ends (a read that
 waits for the write) fails the test after `HANG` seconds instead of hanging the suite.
@@ -114,3 +115,49 @@ def test_a_closed_store_refuses_reads_from_every_thread(tmp_path: Path) -> None:
         store.get("ns", m.id)
     done, seen = _in_thread(lambda: store.search("ns", "river", 5))
     assert done.wait(HANG) and isinstance(seen[0], BackendUnavailable)
+
+
+def test_an_engine_recalls_while_another_thread_is_inside_a_bulk_write(tmp_path: Path) -> None:
+    """What a user shares an engine between threads for: an agent answering while a history
+    is imported. The import is held inside its chunk's transaction (by its progress
+    callback); a recall on another thread answers from what was committed before."""
+    from datetime import UTC, datetime
+
+    from reverie.core import ManualClock
+    from reverie.core.engine import Observation
+    from reverie.integrations import open_engine
+    from reverie.integrations.embedders import LocalEmbedder
+
+    engine = open_engine(tmp_path / "home", embedder=LocalEmbedder(),
+                         clock=ManualClock(datetime(2025, 3, 3, 9, 0, tzinfo=UTC)))
+    try:
+        engine.observe("Alice: I adopted a grey cat called Miso.", namespace="ns")
+        engine.flush()
+        held, release = threading.Event(), threading.Event()
+        seen = 0
+
+        def progress(_n: int) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == 3:  # the chunk's third write is done and not yet committed
+                held.set()
+                release.wait(HANG)
+
+        history = [Observation(f"Bob: the {w} train to Porto leaves at nine", source=f"s{i}")
+                   for i, w in enumerate(["early", "slow", "night", "last"])]
+        done_importing, failed = _in_thread(
+            lambda: engine.observe_many(history, namespace="ns", progress=progress))
+        assert held.wait(HANG)
+        try:
+            done, got = _in_thread(lambda: [
+                h.memory.text for h in engine.recall("What pet does Alice have?",
+                                                     namespace="ns", k=5, reinforce=False)])
+            assert done.wait(HANG), "a recall waited for another thread's bulk write"
+        finally:
+            release.set()
+        assert got == [["Alice: I adopted a grey cat called Miso."]]  # nothing uncommitted
+        assert done_importing.wait(HANG) and not isinstance(failed[0], BaseException)
+        after = engine.recall("train to Porto", namespace="ns", k=5, reinforce=False)
+        assert len([h for h in after if "Porto" in h.memory.text]) == 4
+    finally:
+        engine.close()
