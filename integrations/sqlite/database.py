@@ -102,9 +102,12 @@ class WriteLock:
 
     def __enter__(self) -> WriteLock:
         self._lock.acquire()
+        self._held()
+        return self
+
+    def _held(self) -> None:
         self._owner = threading.get_ident()
         self._depth += 1
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._depth -= 1
@@ -120,8 +123,7 @@ class WriteLock:
         True must be followed by `__exit__`."""
         if not self._lock.acquire(blocking=False):
             return False
-        self._owner = threading.get_ident()
-        self._depth += 1
+        self._held()
         return True
 
 
@@ -374,28 +376,43 @@ class Database:
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read snapshot, so multi-statement reads (count, get_many) agree with themselves
         (inside a write, the write's transaction: it sees the writes before it)."""
-        taken = self._take_if_free()
+        with self._read_connection() as (conn, writer):
+            if writer and conn.in_transaction:
+                yield conn
+                return
+            yield from self._snapshot(conn)
+
+    @contextmanager
+    def single(self) -> Iterator[sqlite3.Connection]:
+        """For a read of one statement: SQLite runs a statement outside a transaction in
+        a read snapshot of its own, so no BEGIN and COMMIT are sent around it (two calls
+        fewer, each of which hands the GIL to any other thread waiting for it). The
+        statement's rows must be read to the end inside the block."""
+        with self._read_connection() as (conn, _writer):
+            try:
+                yield conn
+            except sqlite3.Error as e:
+                raise self._translate(e) from None
+
+    @contextmanager
+    def _read_connection(self) -> Iterator[tuple[sqlite3.Connection, bool]]:
+        """The connection a read goes through, and whether it is the write connection:
+        that one for a thread inside a write (it sees its own writes), for an in-memory
+        store, and when no write runs (its page cache stays warm, where a read-only
+        connection's is emptied by every commit of the writer: WAL resets another
+        connection's cache); else a read-only connection of the pool, so the read does
+        not wait for the write to commit."""
+        taken = not self._memory and not self.lock.held_here() and self.lock.enter_if_free()
         if self._memory or self.lock.held_here():
             try:
                 with self.lock:
-                    conn = self.connection()
-                    if conn.in_transaction:
-                        yield conn
-                        return
-                    yield from self._snapshot(conn)
+                    yield self.connection(), True
             finally:
                 if taken:
                     self.lock.__exit__()
             return
         with self._reader() as conn:
-            yield from self._snapshot(conn)
-
-    def _take_if_free(self) -> bool:
-        """Take the write lock for a read when no write runs: the write connection's page
-        cache is warm, where a read-only connection's is emptied by every commit of the
-        writer (WAL: another connection's commit resets it). True when taken here; the
-        caller releases it once more than it enters it."""
-        return not self._memory and not self.lock.held_here() and self.lock.enter_if_free()
+            yield conn, False
 
     def _snapshot(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         try:
@@ -407,31 +424,6 @@ class Database:
                     conn.execute("COMMIT")
         except sqlite3.Error as e:
             raise self._translate(e) from None
-
-    @contextmanager
-    def single(self) -> Iterator[sqlite3.Connection]:
-        """For a read of one statement: SQLite runs a statement outside a transaction in
-        a read snapshot of its own, so no BEGIN and COMMIT are sent around it (two calls
-        fewer, each of which hands the GIL to any other thread waiting for it). The
-        statement's rows must be read to the end inside the block."""
-        taken = self._take_if_free()
-        if self._memory or self.lock.held_here():
-            try:
-                with self.lock:
-                    conn = self.connection()
-                    try:
-                        yield conn
-                    except sqlite3.Error as e:
-                        raise self._translate(e) from None
-            finally:
-                if taken:
-                    self.lock.__exit__()
-            return
-        with self._reader() as conn:
-            try:
-                yield conn
-            except sqlite3.Error as e:
-                raise self._translate(e) from None
 
     def writing_here(self) -> bool:
         """Whether the calling thread is inside a write (its reads see that write)."""
