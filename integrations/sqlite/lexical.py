@@ -85,23 +85,15 @@ class FullText:
         # the changes of enclosing writes while a savepoint's own are gathered (see
         # `Database.together`): merged into them when it is released, dropped if not
         self._outer: list[tuple[dict[tuple[int, str], _Pending], dict[int, list[int]]]] = []
-        # namespace numbers read in the open transaction: no other writer can change them
-        # while it holds the write lock, and a write that changes them here (a namespace
-        # created by a savepoint that rolls back, or dropped) clears them. A bulk write
-        # then reads its namespace's number once, not once per record.
-        self._nums: dict[str, int] = {}
 
     def begin(self) -> None:
         """A write transaction (or a savepoint inside one) starts: its changes gather
         apart from any enclosing write's."""
-        if not self._outer:
-            self._nums = {}
         self._outer.append((self._pending, self._stats))
         self._pending, self._stats = {}, {}
 
     def abort(self) -> None:
         """The write rolled back: its changes are forgotten, the enclosing write's kept."""
-        self._nums = {}
         self._pending, self._stats = self._outer.pop()
 
     def end(self, conn: sqlite3.Connection) -> None:
@@ -139,12 +131,8 @@ class FullText:
         return None if row is None else int(row[0])
 
     def ensure_ns_num(self, conn: sqlite3.Connection, ns: str) -> int:
-        known = self._nums.get(ns)
-        if known is not None:
-            return known
         existing = self.ns_num(conn, ns)
         if existing is not None:
-            self._nums[ns] = existing
             return existing
         num = int(conn.execute("SELECT coalesce(max(num), 0) + 1 FROM namespace_ids").fetchone()[0])
         if num > MAX_NS_NUM:
@@ -215,7 +203,6 @@ class FullText:
 
     def drop_namespace(self, conn: sqlite3.Connection, ns: str) -> None:
         """The namespace is being deleted: its postings and its number go."""
-        self._nums.pop(ns, None)
         num = self.ns_num(conn, ns)
         if num is not None:
             self._pending = {key: p for key, p in self._pending.items() if key[0] != num}
