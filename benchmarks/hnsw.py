@@ -439,6 +439,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
     choice = args.choice_file.read_text().strip() if args.choice_file else args.choice
+    if not choice:
+        print(
+            "no --choice or --choice-file: the markdown's 'Choice' section is empty; write "
+            "it for these numbers and add it with --render-only --choice-file FILE",
+            file=sys.stderr,
+        )
     result = {
         "params": {
             "n": args.n,
