@@ -265,6 +265,12 @@ class UpdatePolicy:
     # Recall follows version links this many steps to the newest version (a step costs
     # one read of links and records, only when a candidate has versions).
     arbitration_hops: int = _num(6)
+    # A new trace whose evidence points at a retired version ("It's Chloe Martin from
+    # now" after the intro "About who I report to.", nearest the first "I report to
+    # Omar") outdates the version that replaced it, found by following replacements at
+    # most this many steps (one read each, only when a retired version is a candidate).
+    # 0 links to current versions only; more reaches the head of longer chains.
+    chain_hops: int = _num(6)
 
     def __post_init__(self) -> None:
         problems = _problems(self)

@@ -258,6 +258,19 @@ def _stem(w: str) -> str:
     return s[:-1] + "y" if s.endswith("i") and len(s) > 2 else s
 
 
+# The words `CUE` tells a change with, stemmed as content words are: inside a change
+# phrase they say how something changed, not what changed.
+_CUE_VOCABULARY = frozenset(
+    _stem(w) for w in """
+    actually longer anymore switched changed moved upgraded raised increased extended
+    rescheduled downgraded decreased lowered shortened adjusted improved reduced bumped
+    pushed updated went traded relocated migrated transferred postponed delayed cut
+    dropped swapped now days new wrong scratch meant record know heads make going forward
+    fyi
+    """.split()  # noqa: SIM905
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Reading:
     """What the update signals need from one text, computed once per text."""
@@ -274,6 +287,9 @@ class Reading:
     past: bool = False  # told as a past event ("was chipped", "had a mocha")
     # numbers that name which one of a kind ("project 7", "day 3"): word -> numbers
     labels: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # content words of its change phrase ("make" of "make that", "moved" of "we moved
+    # to"): how the change is told, not what it is about
+    cue_words: frozenset[str] = frozenset()
 
 
 # A number right after a word that is neither a verb's complement nor a preposition
@@ -407,7 +423,8 @@ def read(text: str) -> Reading:
     # the subject: the words before the first value, less the word just before it (the
     # verb or preposition that introduces the value: "my dentist [is] Dr. Okafor")
     lead = _words(low[:first]) if first < len(body) else ()
-    cue = CUE.search(body, lower) is not None
+    told = CUE.search(body, lower)
+    cue = told is not None
     return Reading(
         {k: frozenset(v) for k, v in values.items()},
         # a name's words are no content words where the name stands, and are elsewhere:
@@ -418,6 +435,7 @@ def read(text: str) -> Reading:
         cue and STRONG_CUE.search(body, lower) is not None,
         STATE.search(body, lower) is not None,
         content(lead[:-1]), _PAST.search(body, lower) is not None, _labels(body, lower),
+        content(_words(told.group(0).casefold())) & _CUE_VOCABULARY if told else frozenset(),
     )
 
 
@@ -489,9 +507,12 @@ class Signals:
     score: float
     verdict: Verdict = Verdict.NONE
     shared: tuple[str, ...] = field(default=())  # content words both speak of
+    # the retired version these signals were read on, when the link goes to the version
+    # that replaced it (the fact's current one)
+    through: str | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "verdict": self.verdict.value,
             "score": round(self.score, 4),
             "similarity": round(self.similarity, 4),
@@ -502,6 +523,9 @@ class Signals:
             "contrast": self.contrast,
             "shared": list(self.shared),
         }
+        if self.through is not None:
+            out["through"] = self.through
+        return out
 
 
 # People a fact may be about: "my sister lives in Porto" is not a version of "my brother
@@ -728,7 +752,9 @@ def judge(
     # its change words and names come by the way ("I've been wanting to switch to ...").
     short = len(new.sequence) <= p.max_words
     old_short = len(old.sequence) <= p.max_words
-    shared = tuple(sorted(new.words & old.words))
+    # a word of either text's change phrase is shared by how both tell a change, not by
+    # what they speak of ("Make that an oat latte." and "making omelette for dinner")
+    shared = tuple(sorted((new.words & old.words) - new.cue_words - old.cue_words))
     # A preference restated with another plain-word value ("My favourite food is falafel"
     # after "From now on, my favourite food is dumplings"): a standing state holds one
     # value at a time, so the two are versions when they name it in the same words.

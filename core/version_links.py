@@ -21,7 +21,7 @@ import numpy as np
 from . import updates
 from .context import EngineContext
 from .indexing import IndexWrite
-from .models import Memory, Tier
+from .models import Memory, Status, Tier
 from .ports import Vector, VectorItem
 from .text import content_hash
 
@@ -290,7 +290,8 @@ class VersionLinks:
         for mid in sorted(ids):
             r: Recent | None = known.get(mid)
             m = found.get(mid)
-            if m is None or not may_be_outdated(m, p.when, p.digest):
+            retired = m is not None and was_replaced(m, p.when)
+            if m is None or not (retired or may_be_outdated(m, p.when, p.digest)):
                 continue
             if r is not None:
                 if r.assistant:
@@ -312,6 +313,17 @@ class VersionLinks:
             )
             if signals.verdict is updates.Verdict.NONE:
                 continue
+            if retired:
+                # an earlier value of a fact that has a newer one since: the new text
+                # speaks of that fact, so it is a version of the fact's current value.
+                # Judged on the earlier text only, so it outdates and never retires.
+                head = self._current_of(ns, m, p)
+                if head is None:
+                    continue
+                m = head
+                signals = dataclasses.replace(
+                    signals, verdict=updates.Verdict.OUTDATES, through=mid
+                )
             if m.tier is Tier.CRYSTAL and signals.verdict is updates.Verdict.SUPERSEDES:
                 # what the user said often or confirmed is outdated, never retired: it
                 # ranks below the newer text, and a link judged wrongly hides nothing
@@ -319,6 +331,23 @@ class VersionLinks:
             if best is None or _rank(signals) > _rank(best[1]):
                 best = (m, signals)
         return best
+
+    def _current_of(self, ns: str, m: Memory, p: Turn) -> Memory | None:
+        """The current version a retired one was replaced by, following the chain of
+        replacements (a few links at most), if the new trace may update it."""
+        seen = {m.id}
+        for _ in range(self.ctx.policy.updates.chain_hops):
+            nxt = m.superseded_by
+            if nxt is None or nxt in seen or nxt == p.memory.id:
+                return None
+            seen.add(nxt)
+            found = self.ctx.store.get(ns, nxt)
+            if found is None:
+                return None
+            m = found
+            if m.is_active:
+                return m if may_be_outdated(m, p.when, p.digest) else None
+        return None
 
     def last(self, ns: str) -> Recent | None:
         """The trace this engine wrote last in the namespace, if it keeps it."""
@@ -350,6 +379,18 @@ def _rank(signals: updates.Signals) -> tuple[bool, bool, float]:
     found through the intro just before an elliptical update ("It's 11:15 now"), whose
     own words say nothing; then the higher score."""
     return (signals.verdict is updates.Verdict.SUPERSEDES, signals.context > 0, signals.score)
+
+
+def was_replaced(m: Memory, when: datetime) -> bool:
+    """An earlier free-text trace retired by a newer version of it (not forgotten, not
+    folded into a synthesis): evidence of what fact a new trace speaks of."""
+    return (
+        m.status is Status.SUPERSEDED
+        and m.superseded_by is not None
+        and m.key is None
+        and m.tier in (Tier.TRACE, Tier.CRYSTAL)
+        and m.created_at <= when
+    )
 
 
 def may_be_outdated(m: Memory, when: datetime, digest: str) -> bool:

@@ -63,6 +63,19 @@ def test_values_are_read_by_type() -> None:
     assert read("user: eBay is where I sell.").values["name"] == {"ebay"}
 
 
+def test_a_word_of_the_change_phrase_is_no_word_both_texts_speak_of() -> None:
+    # "make" tells how the coffee order changed; the omelette shares no subject with it
+    new = read("user: Make that an oat latte.")
+    assert new.cue and new.cue_words == {"make"}
+    s = judge(new, read("user: I'm thinking of making omelette for dinner."), 0.5, 0.0,
+              Policy())
+    assert s.shared == ()
+    # a word of the subject inside the phrase still counts: "car" in "switched my car to"
+    s = judge(read("user: I switched my car to a Tesla."),
+              read("user: My car is a Honda Civic."), 0.5, 0.0, Policy())
+    assert s.shared == ("car",)
+
+
 def test_change_words_of_everyday_english_are_read() -> None:
     # an announcement, and verbs that move a value somewhere else
     for text in ("user: FYI my manager is Aiko Sato.", "user: Prod was migrated to Python 3.10.",
@@ -315,6 +328,38 @@ def test_the_newer_version_ranks_first_even_when_the_question_matches_the_old() 
     assert f"observed {new.created_at:%Y-%m-%d}" in note
     assert res[ids.index(new.id)].explanation.as_dict()["note"] == note
     assert f"[{new.created_at:%Y-%m-%d}]" in res.text()  # each hit's date, for the reader
+
+
+def test_an_update_pointed_at_a_retired_version_outdates_the_current_one() -> None:
+    # the intro names the subject in the first version's words; the version that
+    # replaced it shares none of them, yet it is the fact's current value
+    e = make_engine()
+    first = e.observe("user: I report to Omar Haddad, who runs the platform group.")
+    later(e, days=2)
+    second = e.observe("user: The platform group's Omar Haddad is no longer my boss; "
+                       "it's Aiko Sato.")
+    assert e.get(first.id).status is Status.SUPERSEDED
+    later(e, days=2)
+    e.observe("user: About who I report to.")
+    later(e, seconds=60)
+    third = e.observe("user: It's Chloe Martin from now.")
+    link = e.get(third.id).metadata[UPDATE_KEY]
+    assert (link["of"], link["through"], link["verdict"]) == (second.id, first.id, "outdates")
+    assert e.get(second.id).is_active  # judged on the retired text: outdated, not retired
+    ids = [h.id for h in e.recall("Who do I report to?", reinforce=False)]
+    assert ids.index(third.id) < ids.index(second.id)
+
+
+def test_no_update_reaches_past_a_retired_version_when_chain_hops_is_zero() -> None:
+    e = make_engine(Policy(updates=UpdatePolicy(chain_hops=0)))
+    e.observe("user: I report to Omar Haddad, who runs the platform group.")
+    later(e, days=2)
+    e.observe("user: The platform group's Omar Haddad is no longer my boss; it's Aiko Sato.")
+    later(e, days=2)
+    e.observe("user: About who I report to.")
+    later(e, seconds=60)
+    third = e.observe("user: It's Chloe Martin from now.")
+    assert UPDATE_KEY not in e.get(third.id).metadata
 
 
 def test_include_history_shows_the_versions_oldest_first() -> None:
