@@ -780,9 +780,13 @@ def judge(
     # The intro counts when it is near the older text at all, even when the update's own
     # words are nearer still: "It's at 11:15 AM now." after "The design meeting, one more
     # thing." is the meeting's time, though a flight's time reads more like it.
+    # A preference or standing state told in its own words ("actually my favourite food
+    # is ramen now") names what it is about, however few its words: it borrows no
+    # subject from the turn before ("I'm thinking of making banana bread for dinner.").
     typed = any(k not in _WEAK_TYPES for k in new.values)
     elliptical = (
         len(new.words) <= p.elliptical_words and context >= p.min_similarity
+        and not new.state
         and len(old.sequence) <= p.max_words
         and len(new.subject) <= p.elliptical_subject_words
         and len(new.sequence) <= p.elliptical_max_words
@@ -819,8 +823,12 @@ def judge(
     # An untyped change beside an old text that states typed values, none of whose types
     # the new one states: it speaks of something else about the same thing ("The food
     # bank moved to a warehouse" after "I volunteer at the food bank on Wednesdays").
+    # Not when a change word stands before the very subject the older text's value
+    # follows ("My new gym schedule is every evening at 7." after "... my gym schedule is
+    # lunchtimes on weekdays"): that subject now takes a value of another shape.
     old_typed = [k for k in old.values if k not in _WEAK_TYPES]
-    if same_type is None and contrast is None:
+    restyled = new.cue and bool(new.subject) and new.subject == old.subject
+    if same_type is None and contrast is None and not restyled:
         kept = [k for k in old_typed if k not in new.values]
         if kept and len(kept) == len(old_typed):
             contrast = "no new " + "/".join(sorted(kept))

@@ -76,6 +76,30 @@ def test_a_word_of_the_change_phrase_is_no_word_both_texts_speak_of() -> None:
     assert s.shared == ("car",)
 
 
+def test_a_preference_told_in_its_own_words_borrows_no_subject() -> None:
+    # a turn just before lends its subject to an elliptical update only; "my favourite
+    # food is ramen" names its own, so the dinner plan before it is no earlier version
+    new = read("user: Oh, actually my favourite food is ramen now.")
+    old = read("user: I'm thinking of making chili for dinner.")
+    s = judge(new, old, 0.45, 0.67, Policy())
+    # judged on its own cosine: 0.45 + 0.1 for the change word, nothing from the 0.67
+    assert s.context == 0.0 and s.score == pytest.approx(0.55)
+    # while a short reply with no subject of its own still takes the intro's
+    assert verdict("user: It's paleo now.", "user: I follow a keto diet.", 0.2, 0.6) \
+        is Verdict.OUTDATES
+
+
+def test_a_change_before_the_same_subject_replaces_a_value_of_another_shape() -> None:
+    # "my gym schedule is" on both sides, a change word: days became a time of day
+    new = "user: My new gym schedule is every evening at 7."
+    assert verdict(new, "user: From now on, my gym schedule is lunchtimes on weekdays") \
+        is Verdict.OUTDATES
+    # without the same subject, a text that replaces none of the old one's typed values
+    # speaks of something else
+    assert verdict("user: The food bank moved to a warehouse.",
+                   "user: I volunteer at the food bank on Wednesdays.") is Verdict.NONE
+
+
 def test_change_words_of_everyday_english_are_read() -> None:
     # an announcement, and verbs that move a value somewhere else
     for text in ("user: FYI my manager is Aiko Sato.", "user: Prod was migrated to Python 3.10.",
