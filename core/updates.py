@@ -287,8 +287,8 @@ class Reading:
     past: bool = False  # told as a past event ("was chipped", "had a mocha")
     # numbers that name which one of a kind ("project 7", "day 3"): word -> numbers
     labels: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    # content words of its change phrase ("make" of "make that", "moved" of "we moved
-    # to"): how the change is told, not what it is about
+    # content words of its change phrase ("make" of "make that", "day" of "these
+    # days"): how the change is told, not what it is about
     cue_words: frozenset[str] = frozenset()
 
 
