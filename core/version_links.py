@@ -385,27 +385,22 @@ def was_replaced(m: Memory, when: datetime) -> bool:
     """An earlier free-text trace retired by a newer version of it (not forgotten, not
     folded into a synthesis): evidence of what fact a new trace speaks of."""
     return (
-        m.status is Status.SUPERSEDED
-        and m.superseded_by is not None
-        and m.key is None
-        and m.tier in (Tier.TRACE, Tier.CRYSTAL)
-        and m.created_at <= when
+        m.status is Status.SUPERSEDED and m.superseded_by is not None
+        and _earlier_free_text(m, when)
     )
 
 
 def may_be_outdated(m: Memory, when: datetime, digest: str) -> bool:
-    """An earlier, current free-text memory with other words: what a new trace may update.
-    A trace, or the crystal a trace became when said again from other sources or
-    confirmed: a fact the user repeated still changes ("my laptop is a ThinkPad", said
-    in three sessions, then "I switched to a MacBook Air"). Not a keyed fact (`remember`
-    replaces those by key) nor a synthesis."""
-    return (
-        m.is_active
-        and m.key is None
-        and m.tier in (Tier.TRACE, Tier.CRYSTAL)
-        and m.created_at <= when
-        and content_hash(m.text) != digest
-    )
+    """An earlier, current free-text memory with other words: what a new trace may update."""
+    return m.is_active and _earlier_free_text(m, when) and content_hash(m.text) != digest
+
+
+def _earlier_free_text(m: Memory, when: datetime) -> bool:
+    """Said before `when`, in free text: a trace, or the crystal a trace became when said
+    again from other sources or confirmed (a fact the user repeated still changes: "my
+    laptop is a ThinkPad", said in three sessions, then "I switched to a MacBook Air").
+    Not a keyed fact (`remember` replaces those by key) nor a synthesis."""
+    return m.key is None and m.tier in (Tier.TRACE, Tier.CRYSTAL) and m.created_at <= when
 
 
 def cosines(vec: Vector, rows: Sequence[Vector]) -> list[float]:
