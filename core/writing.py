@@ -124,11 +124,18 @@ class WritePath:
         batches writes, else refused by the store's duplicate-text rule and folded."""
         ctx = self.ctx
         ns = ctx.namespace(namespace, index=False)  # a write: its vectors may stay queued
-        prepared = [self.prepare(ns, _observation(it, n)) for n, it in enumerate(items, 1)]
-        chunks = [prepared[i : i + batch_size] for i in range(0, len(prepared), batch_size)]
+        given = [_observation(it, n) for n, it in enumerate(items, 1)]
         out: list[Memory] = []
         ahead: Future[tuple[list[Prepared], Vector]] | None = None
         try:
+            # every item is validated before anything is written; the first chunk is
+            # embedded meanwhile, so a large import's model starts at once instead of
+            # after the whole input was read (an item that fails drops those vectors)
+            prepared = [self.prepare(ns, o) for o in given[:batch_size]]
+            if len(given) > batch_size:
+                ahead = ctx.pool.submit(self._embedded, self._fresh(ns, prepared))
+                prepared += [self.prepare(ns, o) for o in given[batch_size:]]
+            chunks = [prepared[i : i + batch_size] for i in range(0, len(prepared), batch_size)]
             for n, chunk in enumerate(chunks):
                 fresh, embedded = (
                     ahead.result() if ahead is not None else self._embedded(self._fresh(ns, chunk))
@@ -146,7 +153,7 @@ class WritePath:
                 search = self.versions.ask_ahead(ns, [(p, vecs[id(p)]) for p in fresh])
                 out += self._write_chunk(ns, chunk, vecs, search, progress)
         finally:
-            if ahead is not None:  # a failed chunk: the next one's vectors are not wanted
+            if ahead is not None:  # a failed item or chunk: the vectors ahead are not wanted
                 ahead.cancel()
         return out
 

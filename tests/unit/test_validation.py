@@ -121,3 +121,15 @@ def test_observe_many_checks_every_item_before_writing_any() -> None:
     with pytest.raises(InvalidInput, match="pinned"):
         engine.observe_many(["fine text", Observation("other", pinned=1)])  # type: ignore[arg-type]
     assert list(engine.memories()) == []
+
+
+def test_observe_many_writes_no_chunk_when_an_item_of_a_later_chunk_is_bad() -> None:
+    """The first chunk is embedded while the rest is checked; a bad item there still
+    leaves the store as it was."""
+    engine = make_engine()
+    items = [f"fine text number {i}" for i in range(5)] + [Observation("late", pinned=1)]
+    with pytest.raises(InvalidInput, match="pinned"):
+        engine.observe_many(items, batch_size=2)  # type: ignore[arg-type]
+    assert list(engine.memories()) == []
+    written = engine.observe_many(items[:5], batch_size=2)
+    assert [m.text for m in written] == items[:5]
