@@ -335,6 +335,28 @@ def test_find_by_entity_breaks_equal_times_by_insertion_order(record_store: Reco
     assert everyone == ["later", *ids, "early"]
 
 
+def test_find_by_entity_finds_equal_times_behind_many_newer_memories(
+    record_store: RecordStore,
+) -> None:
+    """A group written at one time long ago, thousands of memories since without its
+    entity, and two more of the group written late: the newest of the group by
+    insertion order still come first, whether they were written late or long ago."""
+    old = [make_memory(id=f"t{i:04d}", entities={"maya"}, created_at=T0) for i in range(1200)]
+    for part in range(0, len(old), 400):
+        put(record_store, *old[part : part + 400])
+    newer = [make_memory(id=f"n{i:04d}", entities={"other"}, created_at=T0 + timedelta(days=1))
+             for i in range(2500)]
+    for part in range(0, len(newer), 500):
+        put(record_store, *newer[part : part + 500])
+    assert [m.id for m in record_store.find_by_entity("ns", "maya", 3)] == [
+        "t1199", "t1198", "t1197"]
+    put(record_store, make_memory(id="late1", entities={"maya"}, created_at=T0))
+    put(record_store, make_memory(id="late2", entities={"maya"}, created_at=T0))
+    assert [m.id for m in record_store.find_by_entity("ns", "maya", 2)] == ["late2", "late1"]
+    assert [m.id for m in record_store.find_by_entity("ns", "maya", 4)] == [
+        "late2", "late1", "t1199", "t1198"]
+
+
 def test_scan_filters_and_pages_in_a_stable_order(record_store: RecordStore) -> None:
     statuses = list(Status)
     tiers = list(Tier)
