@@ -179,10 +179,11 @@ def find_by_key(keys: NamespaceKeys, key: str) -> Steps[list[Memory]]:
 # thousand, and a write looks its entities up: ranking every tied id by its seq made each
 # lookup cost the whole group (35 ms for a word of one text in twenty, at 200k memories).
 # The tied ids wanted are the newest in insertion order, so the namespace's ids are read
-# newest first, a page at a time, keeping those of the entity at the tied time: a few
-# pages when the entity is common. While that has read fewer ids than the ties number;
-# past that (the ties are old), the ties are ranked by seq as before, so a lookup costs
-# at most twice the cheaper of the two.
+# newest first, a page at a time, keeping those of the entity at the tied time: a page or
+# two when the entity is common. Only while that has read fewer ids than the ties number,
+# and only when the ties, spread evenly, would be found so; else (the entity is rare, or
+# its ties are old) the ties are ranked by seq, so a lookup costs at most about twice the
+# cheaper of the two.
 ENTITY_TOP_SCRIPT = """
 local limit = tonumber(ARGV[1])
 local top = redis.call('ZREVRANGE', KEYS[1], 0, limit - 1, 'WITHSCORES')
@@ -202,8 +203,10 @@ if ties <= room then
 end
 local at = tonumber(edge)
 local found = {}
-local read, page = 0, 64
-while read < ties do
+-- the ids to read if the ties were spread evenly over the namespace's order
+local want = math.ceil(room * redis.call('ZCARD', KEYS[2]) / ties)
+local read, page = 0, math.min(math.max(want, 16), 1000)
+while read < ties and want < ties do
   local ids = redis.call('ZREVRANGE', KEYS[2], read, read + page - 1)
   if #ids == 0 then break end
   local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
