@@ -37,11 +37,21 @@ from reverie.integrations.lexical.bm25 import (
     term_frequencies,
 )
 
-__all__ = ["BM25_ARGS", "BM25_SCRIPT", "bm25_top", "term_frequencies"]
+__all__ = ["BM25_ARGS", "BM25_SCRIPT", "SCRIPT_POSTINGS", "bm25_top", "term_frequencies"]
+
+# Postings one server-side search may read (summed over the query's terms). The script
+# runs while a worker's mirror fills, and Redis serves no other client while it runs: at a
+# million memories a question of common words reads hundreds of thousands of postings, a
+# second during which every worker's writes and reads wait. Over the budget, the commonest
+# terms are left out (rarest kept first): until the mirror is filled, such a question's
+# lexical half is scored on its rarer words only (the words that weigh most in BM25), in
+# at most ~50 ms of the server's time on a 2-core machine. A namespace below ~20k texts
+# never reaches it.
+SCRIPT_POSTINGS = 20_000
 
 # KEYS: stats, doc lengths, scan order (id -> seq), then one postings hash per query term.
-# ARGV: k, k1, b, idf floor. Returns [id, score, id, score, ...]: best first, ties by seq
-# then id (as SQLite).
+# ARGV: k, k1, b, idf floor, postings budget (0: none). Returns [id, score, id, score, ...]:
+# best first, ties by seq then id (as SQLite).
 BM25_SCRIPT = """
 local st = redis.call('HMGET', KEYS[1], 'docs', 'terms')
 local n_docs = tonumber(st[1]) or 0
@@ -51,9 +61,27 @@ if n_docs <= 0 or k <= 0 then return {} end
 local avg = 1.0
 if total > 0 then avg = total / n_docs end
 local k1, b, floor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local budget = tonumber(ARGV[5]) or 0
+local skip = {}
+if budget > 0 then
+  local sizes, order = {}, {}
+  for t = 4, #KEYS do
+    sizes[t] = redis.call('HLEN', KEYS[t])
+    order[#order + 1] = t
+  end
+  table.sort(order, function(x, y)
+    if sizes[x] ~= sizes[y] then return sizes[x] < sizes[y] end
+    return x < y
+  end)
+  local used = 0
+  for _, t in ipairs(order) do
+    if used + sizes[t] > budget then skip[t] = true else used = used + sizes[t] end
+  end
+end
 local scores, lengths, ids = {}, {}, {}
 for t = 4, #KEYS do
-  local p = redis.call('HGETALL', KEYS[t])
+  local p = {}
+  if not skip[t] then p = redis.call('HGETALL', KEYS[t]) end
   local n = #p / 2
   if n > 0 then
     local idf = math.log((n_docs - n + 0.5) / (n + 0.5))

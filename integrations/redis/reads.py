@@ -601,15 +601,19 @@ def recall_reads(
     return out
 
 
-def search(keys: NamespaceKeys, query: str, k: int) -> Steps[list[LexicalHit]]:
+def search(
+    keys: NamespaceKeys, query: str, k: int, postings: int = 0
+) -> Steps[list[LexicalHit]]:
     """BM25 over the namespace's active texts, scored by a Lua script beside the postings
-    (`redis.lexical` says why): one round trip, only the k winners come back."""
+    (`redis.lexical` says why): one round trip, only the k winners come back. `postings`:
+    at most that many postings are read, the rarest terms first (0: every one;
+    `lexical.SCRIPT_POSTINGS` says why)."""
     terms = query_terms(query)
     if not terms or k <= 0:
         return []
     flat = yield Lua(
         "bm25",
         [keys.stats, keys.doclen, keys.all, *(keys.term(t) for t in terms)],
-        [int(k), *(repr(x) for x in BM25_ARGS)],
+        [int(k), *(repr(x) for x in BM25_ARGS), int(postings)],
     )
     return [LexicalHit(i, float(s)) for i, s in zip(flat[::2], flat[1::2], strict=True)]

@@ -71,7 +71,7 @@ from reverie.integrations.redis.keys import (
     global_keys,
     validate_prefix,
 )
-from reverie.integrations.redis.lexical import BM25_SCRIPT
+from reverie.integrations.redis.lexical import BM25_SCRIPT, SCRIPT_POSTINGS
 from reverie.integrations.redis.lexical_mirror import (
     MirrorSet,
     filled_mirror,
@@ -218,6 +218,9 @@ class RedisStore:
             "around": client.register_script(reads.AROUND_SCRIPT),
         }
         self._mirrors = MirrorSet()  # BM25 mirrors of the namespaces this store searches
+        # postings a search scored on the server (before the mirror is filled) may read:
+        # `redis.lexical.SCRIPT_POSTINGS`; 0 reads every one
+        self.script_postings = SCRIPT_POSTINGS
         self._guard(client.ping)
 
     @classmethod
@@ -537,7 +540,8 @@ class RedisStore:
         (`redis.lexical_mirror`). Until this process's mirror is filled (on a thread of
         its own, started by the first search) and for a namespace written before the log
         existed, the Lua script beside the postings scores (`redis.lexical`). Same scores
-        either way."""
+        either way, but for a question whose postings pass `script_postings`: until the
+        mirror is filled, its commonest words are left out on the server."""
         keys = self._keys(namespace)
         hits = self._guard(
             self._run,
@@ -545,7 +549,8 @@ class RedisStore:
                             lambda: self._fill_mirror(keys)),
         )
         if hits is None:
-            hits = self._guard(self._run, reads.search(keys, query, k))
+            hits = self._guard(
+                self._run, reads.search(keys, query, k, self.script_postings))
         return hits
 
     def warm_lexical(self, namespace: str, timeout: float | None = None) -> bool:

@@ -19,7 +19,7 @@ import pytest
 
 from reverie.core.models import Kind, Memory, Status, Tier
 from reverie.core.ports import WriteBatch
-from reverie.integrations.redis.lexical import bm25_top
+from reverie.integrations.redis.lexical import bm25_top, term_frequencies
 from reverie.integrations.redis.store import RedisStore
 from reverie.integrations.sqlite.store import SQLiteStore
 
@@ -110,3 +110,48 @@ def test_bm25_by_hand() -> None:
     assert [d for d, _ in top] == ["b", "a"]  # tie: insertion order
     assert top[0][1] == pytest.approx(1e-6 * 2.2 / (1 + 1.2), rel=1e-9)
     assert bm25_top({"t": {"a": 1}}, {"a": 1}, 1, 1, 0) == []
+
+
+def test_the_server_reads_the_rarest_words_first_within_its_budget(redis_url: str) -> None:
+    """Before a worker's mirror is filled the Redis server scores a search, and serves no
+    one else meanwhile: past `script_postings` postings it keeps the rarest words and
+    leaves out the commonest. Within the budget, every word counts as before."""
+    texts = [f"coffee with milk at the office, cup {i}" for i in range(30)]
+    texts += ["lisbon coffee near the river", "a lisbon coffee at dawn", "the lisbon tram"]
+    prefix = f"lex{uuid.uuid4().hex[:10]}"
+    memories = tuple(
+        Memory(id=f"b{i:03d}", namespace="budget", kind=Kind.EPISODIC, tier=Tier.TRACE,
+               text=t, created_at=T0)
+        for i, t in enumerate(texts)
+    )
+    postings: dict[str, dict[str, int]] = {}
+    lengths: dict[str, int] = {}
+    for m in memories:
+        counts, lengths[m.id] = term_frequencies(m.text)
+        for term, tf in counts.items():
+            postings.setdefault(term, {})[m.id] = tf
+    total = sum(lengths.values())
+    order = {m.id: i for i, m in enumerate(memories)}
+    # "lisbon" is in 3 texts, "coffee" in 32 (the stemmed terms the query reads)
+    assert len(postings["lisbon"]) == 3 and len(postings["coffe"]) == 32
+
+    def first_search(budget: int) -> list[tuple[str, float]]:
+        # a fresh store has no mirror: its first search is scored on the server
+        with RedisStore.from_url(redis_url, prefix=prefix) as store:
+            store.script_postings = budget
+            return [(h.id, h.score) for h in store.search("budget", "Lisbon coffee", 5)]
+
+    with RedisStore.from_url(redis_url, prefix=prefix) as writer:
+        writer.commit(WriteBatch("budget", memories))
+        try:
+            both = bm25_top({t: postings[t] for t in ("lisbon", "coffe")}, lengths,
+                            len(texts), total, 5, order=order)
+            rare = bm25_top({"lisbon": postings["lisbon"]}, lengths, len(texts), total, 5,
+                            order=order)
+            for budget, want in ((0, both), (35, both), (34, rare), (3, rare), (2, [])):
+                got = first_search(budget)
+                assert [d for d, _ in got] == [d for d, _ in want], budget
+                for (_, a), (_, b) in zip(got, want, strict=True):
+                    assert a == pytest.approx(b, rel=1e-9), budget
+        finally:
+            writer.delete_namespace("budget")
