@@ -17,7 +17,10 @@ loopback ports (so every figure is that size's alone), then:
   in memory; what it writes to disk depends on the server's persistence settings (RDB or
   AOF), which are the operator's.
 
-Run: python benchmarks/scale_shared.py [--sizes 10000 100000] [--queries 200]
+Run: python benchmarks/scale_shared.py [--sizes 10000 100000] [--queries 200] [--add]
+(`--sizes 1000000` builds for about 45 minutes on a 2-core machine and needs about 9 GB
+of memory for the two servers and the worker; `--add` merges the sizes run into the
+rows already written.)
 """
 
 from __future__ import annotations
@@ -223,6 +226,9 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r['redis_rss_mib']:.0f} | {r['redis_used_memory_bytes_per_memory']:,.0f} B | "
             f"{r['chroma_server_rss_mib']:.0f} | {r['chroma_disk_bytes_per_memory']:,.0f} B |"
         )
+    notes = [r for r in rows if r.get("note")]
+    if notes:
+        lines += [""] + [f"- {r['memories']:,}: {r['note']}" for r in notes]
     lines += growth_lines(meta, UNITS)
     return "\n".join(lines) + "\n"
 
