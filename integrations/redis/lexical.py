@@ -45,8 +45,8 @@ __all__ = ["BM25_ARGS", "BM25_SCRIPT", "SCRIPT_POSTINGS", "bm25_top", "term_freq
 # second during which every worker's writes and reads wait. Over the budget, the commonest
 # terms are left out (rarest kept first): until the mirror is filled, such a question's
 # lexical half is scored on its rarer words only (the words that weigh most in BM25), in
-# at most ~50 ms of the server's time on a 2-core machine. A namespace below ~20k texts
-# never reaches it.
+# at most ~50 ms of the server's time on a 2-core machine. A question reaches it only when
+# its words are common in a namespace of tens of thousands of texts or more.
 SCRIPT_POSTINGS = 20_000
 
 # KEYS: stats, doc lengths, scan order (id -> seq), then one postings hash per query term.
