@@ -100,12 +100,13 @@ class Bm25Mirror:
         """The k best documents by FTS5's BM25 (higher is better); ties by seq, as the
         SQLite and Redis tiers break them. Summed term by term in query order, with the
         same operation order as `redis.lexical`, so the scores are identical. Costs what
-        the query terms' postings hold, not the number of documents."""
+        the query terms' postings hold, not the number of documents (an array over every
+        slot is made only for postings of at least an eighth of them, `_summed`)."""
         if k <= 0 or self._docs <= 0:
             return []
         n_docs = self._docs
         avg = self._total / n_docs if self._total > 0 else 1.0
-        alive = np.frombuffer(self._alive, dtype=np.uint8)  # views: nothing of size N is made
+        alive = np.frombuffer(self._alive, dtype=np.uint8)  # views, not copies
         lengths = np.frombuffer(self._lengths, dtype=np.float64)
         parts: list[tuple[np.ndarray, np.ndarray]] = []
         for term in terms:
