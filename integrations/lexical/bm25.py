@@ -10,11 +10,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from reverie.core.text import lexical_terms
 
-__all__ = ["BM25_B", "BM25_K1", "IDF_FLOOR", "bm25_top", "term_frequencies"]
+__all__ = ["BM25_B", "BM25_K1", "IDF_FLOOR", "bm25_top", "summed", "term_frequencies"]
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -62,3 +64,31 @@ def bm25_top(
         k, ((doc, s) for doc, s in scores.items()),
         key=lambda item: (-item[1], rank.get(item[0], 0), item[0]),
     )
+
+
+# Postings at or above this share of the document numbers (1/8) are summed in an array over
+# every number instead of over the matched documents only: sorting the postings to find the
+# documents (`np.unique`) costs ~50 ns a posting, one pass over an array of every number
+# ~2 ns a number. At a million memories, a question of common words (300k postings) was
+# summed in 17 ms the first way and 6 ms the second; with fewer postings the sort wins.
+# Below the share the array would cost more than the postings, so a search still costs
+# what its postings hold.
+DENSE_SHARE = 8
+
+
+def summed(
+    docs: Sequence[np.ndarray], contribs: Sequence[np.ndarray], span: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The matched documents (ascending) and their scores, from each term's documents and
+    contributions given in query order. A document's contributions are added in that order
+    (`bincount` adds its weights in array order), as the reference does, so every tier's
+    scores are the same to the last bit. `span`: the documents are numbered below it (the
+    mirror's slots), which allows the array over every number (`DENSE_SHARE`)."""
+    every = np.concatenate(docs)
+    weights = np.concatenate(contribs)
+    if span is not None and every.size * DENSE_SHARE >= span:
+        dense = np.bincount(every, weights=weights, minlength=span)
+        matched = np.flatnonzero(dense)
+        return matched, dense[matched]
+    matched, where = np.unique(every, return_inverse=True)
+    return matched, np.bincount(where, weights=weights, minlength=len(matched))

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from reverie.integrations.lexical.bm25 import BM25_B, BM25_K1, IDF_FLOOR
+from reverie.integrations.lexical.bm25 import BM25_B, BM25_K1, IDF_FLOOR, summed
 
 __all__ = ["Bm25Mirror"]
 
@@ -101,7 +101,7 @@ class Bm25Mirror:
         SQLite and Redis tiers break them. Summed term by term in query order, with the
         same operation order as `redis.lexical`, so the scores are identical. Costs what
         the query terms' postings hold, not the number of documents (an array over every
-        slot is made only for postings of at least an eighth of them, `_summed`)."""
+        slot is made only for postings of at least an eighth of them, `bm25.summed`)."""
         if k <= 0 or self._docs <= 0:
             return []
         n_docs = self._docs
@@ -127,7 +127,8 @@ class Bm25Mirror:
             parts.append((slots, idf * (tf * (BM25_K1 + 1.0)) / denom))
         if not parts:
             return []
-        matched, scores = _summed(parts, len(self._ids))
+        matched, scores = summed([p[0] for p in parts], [p[1] for p in parts],
+                                 span=len(self._ids))
         hit = np.flatnonzero(scores)
         if hit.size == 0:
             return []
@@ -137,33 +138,3 @@ class Bm25Mirror:
         seqs = np.frombuffer(self._seqs, dtype=np.int64)[matched[hit]]
         order = hit[np.lexsort((seqs, -scores[hit]))][:k]
         return [(self._ids[int(matched[s])], float(scores[s])) for s in order]
-
-
-# Postings at or above this share of the slots (1/8) are summed in an array over every slot
-# instead of over the matched documents only: sorting the postings to find the documents
-# (`np.unique`) costs ~50 ns a posting, one pass over a slot-sized array ~2 ns a slot. At a
-# million memories, a question of common words (300k postings) was summed in 17 ms the
-# first way and 6 ms the second; with fewer postings the sort wins. Below the share, the
-# array would cost more than the postings, so a search still costs what its postings hold.
-_DENSE_SHARE = 8
-
-
-def _summed(
-    parts: Sequence[tuple[np.ndarray, np.ndarray]], slots: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The matched slots (ascending) and their scores, each document's contributions added
-    term by term in query order (`bincount` adds its weights in array order), so both ways
-    give the same scores to the last bit."""
-    every = np.concatenate([p[0] for p in parts])
-    if every.size * _DENSE_SHARE >= slots:
-        dense = np.bincount(every, weights=np.concatenate([p[1] for p in parts]),
-                            minlength=slots)
-        matched = np.flatnonzero(dense)
-        return matched, dense[matched]
-    matched, where = np.unique(every, return_inverse=True)
-    scores = np.zeros(len(matched), dtype=np.float64)
-    at = 0
-    for slots_of, contrib in parts:
-        scores[where[at : at + len(slots_of)]] += contrib
-        at += len(slots_of)
-    return matched, scores

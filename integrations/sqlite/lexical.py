@@ -36,7 +36,13 @@ from typing import Any
 import numpy as np
 
 from reverie.core.errors import BackendUnavailable
-from reverie.integrations.lexical.bm25 import BM25_B, BM25_K1, IDF_FLOOR, term_frequencies
+from reverie.integrations.lexical.bm25 import (
+    BM25_B,
+    BM25_K1,
+    IDF_FLOOR,
+    summed,
+    term_frequencies,
+)
 from reverie.integrations.sqlite.database import chunks, marks
 from reverie.integrations.sqlite.schema import BLOCK, MAX_NS_NUM
 
@@ -639,16 +645,15 @@ def _score_all(
 ) -> LexicalTop:
     """Exact BM25 top-k by reading every posting of `terms` (in query order): where the
     postings are few, a handful of array operations cost less than pruning's steps per
-    term. Each document's contributions are summed in query order, as the reference
-    does (`bincount` adds its weights in array order), so the scores are bit-identical."""
+    term. Each document's contributions are summed in query order (`bm25.summed`), so
+    the scores are bit-identical to the reference's."""
     seqs: list[np.ndarray] = []
     contribs: list[np.ndarray] = []
     for term in terms:
         s, tfs, lens = _term(conn, num, term)
         seqs.append(s)
         contribs.append(_contrib(idf[term], tfs, lens, avg))
-    docs, where = np.unique(np.concatenate(seqs), return_inverse=True)
-    scores = np.bincount(where, weights=np.concatenate(contribs), minlength=len(docs))
+    docs, scores = summed(seqs, contribs)
     return _best(docs, scores, k)
 
 

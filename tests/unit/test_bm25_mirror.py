@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reverie.integrations.lexical import mirror as mirror_module
+from reverie.integrations.lexical import bm25 as bm25_module
 from reverie.integrations.lexical.mirror import Bm25Mirror
 from reverie.integrations.redis.lexical import bm25_top
 
@@ -49,7 +49,7 @@ def test_mirror_equals_the_reference_through_any_changes(
     want = reference(live, terms, k)
     # summed over the matched documents only, and over every slot (many postings)
     for share in (0, 10**9):
-        with patch.object(mirror_module, "_DENSE_SHARE", share):
+        with patch.object(bm25_module, "DENSE_SHARE", share):
             got = mirror.top(terms, k)
         assert [d for d, _ in got] == [d for d, _ in want], share
         for (_, a), (_, b) in zip(got, want, strict=True):
