@@ -541,11 +541,11 @@ def _merge(
     p50 fell from 6.4 to 5.0 ms of CPU on this and the bisection of the final scoring
     turned around (`search`). Blocks are read in seq order and never overlap, so `seqs`
     ascends; a term whose postings do not (a file written otherwise) is sorted first."""
-    if not len(seen):
-        return seqs, c
     if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():
         seqs, first = np.unique(seqs, return_index=True)
         c = c[first]
+    if not len(seen):
+        return seqs, c
     joined = np.concatenate([seen, seqs])
     sums = np.concatenate([partial, c])
     order = np.argsort(joined, kind="stable")

@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reverie.core import ConflictError, Status
 from reverie.core.models import Memory
@@ -324,3 +326,29 @@ def test_a_refused_write_changes_no_search(tmp_path: Path) -> None:
             store.commit(WriteBatch("ns", (make_memory(namespace="ns", text="cat tea"), stale)))
         assert [(h.id, h.score) for h in store.search("ns", "tea cat", 8)] == before
         check(store, "ns")
+
+
+@settings(max_examples=200)
+@given(
+    st.dictionaries(st.integers(0, 60), st.floats(0.01, 9.0), max_size=40),
+    st.dictionaries(st.integers(0, 60), st.floats(0.01, 9.0), max_size=40),
+    st.booleans(),
+)
+def test_merging_a_terms_postings_adds_to_the_documents_seen_and_puts_new_ones_in_order(
+    seen: dict[int, float], term: dict[int, float], shuffled: bool
+) -> None:
+    """The partial sums after one more term: every document of either side once,
+    ascending, a document on both sides with the two added (in that order), whatever
+    order the term's postings come in (a file written otherwise)."""
+    import numpy as np
+
+    s = np.asarray(sorted(seen), dtype=np.int64)
+    p = np.asarray([seen[d] for d in sorted(seen)], dtype=np.float64)
+    docs = sorted(term, reverse=shuffled)
+    got_docs, got_sums = lexical._merge(
+        s, p, np.asarray(docs, dtype=np.int64), np.asarray([term[d] for d in docs])
+    )
+    want = {d: seen.get(d, 0.0) + term[d] if d in seen and d in term else seen.get(d, term.get(d))
+            for d in seen.keys() | term.keys()}
+    assert got_docs.tolist() == sorted(want)
+    assert got_sums.tolist() == [want[d] for d in sorted(want)]
