@@ -88,6 +88,39 @@ def test_only_the_last_context_turns_user_turns_can_be_the_intro() -> None:
     assert why is not None and why["context"] == 0.0
 
 
+def test_context_turns_is_how_many_turns_before_an_update_may_lend_it_a_subject() -> None:
+    turns = (OLD, 60 * 24, INTRO, 1, "user: Raised to $65,000.")
+    # one: the intro just before the update lends
+    e = make_engine(Policy(context_turns=1))
+    old, _intro, new = _say(e, *turns)
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id and why["context"] > 0
+    # none: not even the turn just before (the typed value still links the two)
+    e = make_engine(Policy(context_turns=0))
+    old, _intro, new = _say(e, *turns)
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id and why["context"] == 0.0
+
+
+def test_an_intro_logged_at_the_updates_own_time_lends_and_one_logged_after_does_not() -> None:
+    # turns imported with one timestamp (a day's log at its date) keep their order of
+    # arrival: the intro written before the update, at the same time, lends its subject
+    e = make_engine()
+    old = e.observe(OLD)
+    day = T0 + timedelta(days=1)
+    e.observe(INTRO, at=day)
+    new = e.observe("user: Raised to $65,000.", at=day)
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id and why["context"] > 0
+    # an intro said after the update (a later turn written first) lends nothing to it
+    e = make_engine()
+    old = e.observe(OLD)
+    e.observe(INTRO, at=T0 + timedelta(days=2))
+    new = e.observe("user: Raised to $65,000.", at=T0 + timedelta(days=1))
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id and why["context"] == 0.0
+
+
 def test_an_old_statement_without_a_typed_value_can_be_updated() -> None:
     e = make_engine()
     old, new = _say(
