@@ -121,6 +121,31 @@ def test_an_intro_logged_at_the_updates_own_time_lends_and_one_logged_after_does
     assert why is not None and why["of"] == old.id and why["context"] == 0.0
 
 
+def test_a_statement_logged_at_the_same_time_as_its_update_is_an_earlier_version() -> None:
+    # a day's log imported at its date: every turn has one timestamp, in order of arrival
+    e = make_engine()
+    day = T0 + timedelta(days=1)
+    old = e.observe(OLD, at=day)
+    new = e.observe("user: Actually my annual pay is $105,000 now.", at=day)
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
+
+
+def test_an_archived_statement_is_not_what_an_update_outdates() -> None:
+    update = "user: Actually my annual pay is $105,000 now."
+    e = make_engine()
+    (old,) = _say(e, OLD)
+    e.store.commit(WriteBatch(old.namespace, (old.evolve(status=Status.ARCHIVED),)))
+    (new,) = _say(e, 60 * 24, update)
+    why = _why(e, new)
+    assert why is None or why["of"] != old.id
+    # the same statement left current is the one it outdates
+    e = make_engine()
+    old, new = _say(e, OLD, 60 * 24, update)
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
+
+
 def test_an_old_statement_without_a_typed_value_can_be_updated() -> None:
     e = make_engine()
     old, new = _say(
