@@ -302,7 +302,10 @@ class FullText:
 
 
 def _blocks(rows: Iterable[tuple[bytes, bytes, bytes]]) -> tuple[np.ndarray, ...]:
-    """(seqs, tfs, lengths) of the given block rows, concatenated."""
+    """(seqs, tfs, lengths) of the given block rows, concatenated, the seqs ascending and
+    each once. Blocks are written in seq order and never overlap, so they already are; a
+    file written otherwise is put in order here, once, so every reader after this may
+    merge and bisect."""
     parts = list(rows)
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
@@ -310,6 +313,9 @@ def _blocks(rows: Iterable[tuple[bytes, bytes, bytes]]) -> tuple[np.ndarray, ...
     seqs = np.concatenate([np.frombuffer(s, dtype=_SEQ) for s, _, _ in parts])
     tfs = np.concatenate([np.frombuffer(t, dtype=_INT) for _, t, _ in parts])
     lens = np.concatenate([np.frombuffer(n, dtype=_INT) for _, _, n in parts])
+    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():
+        seqs, first = np.unique(seqs, return_index=True)
+        tfs, lens = tfs[first], lens[first]
     return seqs, tfs, lens
 
 
@@ -318,8 +324,8 @@ def _term(conn: sqlite3.Connection, num: int, term: str) -> tuple[np.ndarray, ..
     blocks' arrays itself, where a row and three array views per block cost more than the
     scoring of a common term (its postings span dozens of blocks). The three joins step
     through the same rows in the same order, so the arrays stay aligned; the blocks come in
-    seq order as the subquery lists them (every reader still checks that seqs ascend, and
-    copes when they do not)."""
+    seq order as the subquery lists them (`_blocks` still puts a file written otherwise in
+    order)."""
     row = conn.execute(
         "SELECT CAST(group_concat(seqs, '') AS BLOB), CAST(group_concat(tfs, '') AS BLOB), "
         "CAST(group_concat(lens, '') AS BLOB) FROM (SELECT seqs, tfs, lens "
@@ -518,13 +524,10 @@ def _lookup(
     else:
         held = _holding(conn, num, term, want.tolist())
         seqs, tfs, lens = _blocks(row[1:] for row in held.values())
-    # both ascend (blocks in seq order, `want` sorted): each wanted document is looked up
-    # by bisection, where a set test would hash every posting of the term
+    # both ascend (`_blocks`, `want` sorted): each wanted document is looked up by
+    # bisection, where a set test would hash every posting of the term
     if not len(seqs):
         return seqs, tfs, lens
-    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():  # a file written otherwise
-        mask = np.isin(seqs, want)
-        return seqs[mask], tfs[mask], lens[mask]
     at = np.minimum(np.searchsorted(seqs, want), len(seqs) - 1)
     hit = at[seqs[at] == want]
     return seqs[hit], tfs[hit], lens[hit]
@@ -539,12 +542,8 @@ def _merge(
     two runs (numpy's stable sort of 64-bit ints is a timsort); bisecting each posting
     into `seen` cost twice as much: at the scale benchmark's million memories, a search's
     CPU p50 fell from 7.1 to 5.7 ms (p95 14.8 to 12.6 ms) on this and the bisection of the
-    final scoring turned around (`search`). Blocks are read in seq order and never
-    overlap, so `seqs` ascends; a term whose postings do not (a file written otherwise)
-    is sorted first."""
-    if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():
-        seqs, first = np.unique(seqs, return_index=True)
-        c = c[first]
+    final scoring turned around (`search`). `seqs` ascends, each once, as `_blocks`
+    gives every term's postings."""
     if not len(seen):
         return seqs, c
     joined = np.concatenate([seen, seqs])
@@ -635,9 +634,6 @@ def search(
         seqs, c = found[term]
         if not len(seqs):
             continue
-        if len(seqs) > 1 and not (seqs[1:] > seqs[:-1]).all():  # a file written otherwise
-            seqs, first = np.unique(seqs, return_index=True)
-            c = c[first]
         at = np.minimum(np.searchsorted(seqs, candidates), len(seqs) - 1)
         hit = seqs[at] == candidates
         scores[hit] += c[at[hit]]
