@@ -119,6 +119,10 @@ def implicit_links(
         if (
             answers and sim >= p.answer_similarity
             and lo.candidate.dense >= p.answer_relevance
+            and (
+                old.id not in versioned or new.id in versioned
+                or sim + lo.candidate.dense >= p.chain_answer_closeness
+            )
         ):
             if updates.answers_alike(r_new, r_old, asked, policy) is not None and (
                 r_new.cue or sim >= p.loose_similarity

@@ -255,6 +255,13 @@ class UpdatePolicy:
     # recall's top 10 stays the top 10 it was). Higher reaches answers ranked lower, and
     # lets chat turns that share a word with the question displace better hits.
     answer_window: int = _num(10, _POSITIVE)
+    # ...and, for a newer hit the write path linked to nothing placed above a hit it did
+    # link (a chain whose newest version it chose), the newer one's cosine to that hit
+    # plus its cosine to the question reach this: a later turn that shares a stray word
+    # with the question ("Our cat sleeps on the radiator all day" for "What do I drive
+    # to work every day?") is far from both. Lower lets more such turns take over a
+    # chain; higher leaves more changes told in other words below the stale value.
+    chain_answer_closeness: float = _num(0.5, _UNIT)
     # Two answers that share no word of the question ("the dish I like best is pho" and
     # "my favourite meal is pad thai") are versions when the newer says it changed and
     # the two texts are at least this similar... Lower joins more look-alikes (a diet

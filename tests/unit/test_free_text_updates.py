@@ -851,6 +851,30 @@ def test_a_typed_value_alone_in_an_unrelated_text_is_no_newer_answer() -> None:
     assert links(moved, 0.3) == {"moved": {"old"}}
 
 
+def test_a_turn_linked_to_nothing_takes_over_a_written_chain_only_when_near_it() -> None:
+    q = "What do I drive to work every day?"
+    old = _said("old", 0, "user: These days it's a Subaru Outback for my car.")
+    cat = _said("cat", 30, "user: Our cat Miso sleeps on the radiator all day.")
+
+    def links(cosine: float, dense: float, versioned: frozenset[str]) -> dict[str, set[str]]:
+        ranked = [Ranked(old, Candidate("old", 0.27, 0.0, 0.27), 0.1, 0.3),
+                  Ranked(cat, Candidate("cat", dense, 0.2, dense), 0.5, 0.25)]
+        sine = (1 - cosine**2) ** 0.5
+        return implicit_links(ranked, {"old": _vec(1, 0), "cat": _vec(cosine, sine)},
+                              Policy(), q, versioned)
+
+    # a name for a name, and "day" shared with the question: an answer to it when the
+    # older hit has no version linked on write
+    assert links(0.26, 0.19, frozenset()) == {"cat": {"old"}}
+    # the older hit heads a chain the write path built: 0.26 + 0.19 = 0.45 falls short
+    # of chain_answer_closeness (0.5), so the stray turn does not take the chain over
+    assert links(0.26, 0.19, frozenset({"old"})) == {}
+    # a turn near the chain and the question (0.30 + 0.21 = 0.51) still extends it
+    assert links(0.30, 0.21, frozenset({"old"})) == {"cat": {"old"}}
+    # and one the write path linked too is judged as before
+    assert links(0.26, 0.19, frozenset({"old", "cat"})) == {"cat": {"old"}}
+
+
 def test_plain_word_answers_are_linked_when_a_change_word_or_two_preferences_say_so() -> None:
     def linked(old_text: str, new_text: str, q: str) -> bool:
         old = _said("old", 0, old_text)
