@@ -89,7 +89,10 @@ def implicit_links(
     link is a guess on likeness alone, so it only reaches an older hit that has no
     version yet: none linked on write (`versioned`) and none found here on evidence. A
     guess that joined two groups of versions would place the newest of either above
-    the other's."""
+    the other's. A hit linked to nothing on write answers in place of an older hit that
+    was (`versioned`: the write path chose its newest version) only when near both it
+    and the question (`chain_answer_closeness`): a word of the question and a name for
+    a name are what any later turn may share by chance."""
     out: dict[str, set[str]] = {}
     guesses: dict[str, set[str]] = {}  # loose links, kept only where nothing better is
     asked = reading(query).words if query else frozenset()
