@@ -1016,3 +1016,97 @@ def test_a_reply_with_something_of_its_own_keeps_its_place() -> None:
     # with a wider window "Got it." replies to "My vet is on Elm Street." and goes below it
     wide = replies_below(ranked, 10, Policy(context_seconds=3600))
     assert [r.memory.id for r in wide.ranked] == ["answer", "named", "ask", "said", "late"]
+
+
+def test_a_reply_longer_than_a_statement_keeps_its_place() -> None:
+    said = _said("said", 0, "user: My vet is on Elm Street.")
+    words = " ".join(["noted"] * 26)  # 26 words: longer than max_words (25)
+    long = _said("long", 1, f"assistant: {words}.")
+    ranked = [_hit(long, 0.7), _hit(said, 0.5)]
+    assert replies_below(ranked, 10, Policy()).ranked == ranked
+    # at 25 words it is a reply that states nothing, placed below the statement
+    short = _said("long", 1, "assistant: " + " ".join(["noted"] * 25) + ".")
+    out = replies_below([_hit(short, 0.7), _hit(said, 0.5)], 10, Policy())
+    assert [r.memory.id for r in out.ranked] == ["said", "long"]
+
+
+def _pay_versions(intro: Memory) -> list[str]:
+    """The order arbitration gives an intro-like user turn beside the pay's two versions
+    (the newer told twenty days later, the older ranked first on the question's words)."""
+    old = _said("old", 0, "user: My annual pay is $95,000.")
+    new = _said("new", 60 * 24 * 20 + 2, "user: Raised to $118,000.")
+    ranked = [Ranked(intro, Candidate("intro", 0.7, 1.0, 0.73), 0.3, 0.70),
+              Ranked(old, Candidate("old", 0.6, 0.8, 0.65), 0.1, 0.60),
+              Ranked(new, Candidate("new", 0.3, 0.0, 0.3), 0.3, 0.30)]
+    memories = {m.id: m for m in (old, new, intro)}
+    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=21), Policy(),
+                    lambda m: True)
+    return [r.memory.id for r in out.ranked]
+
+
+def test_only_a_short_intro_just_before_a_newer_version_ranks_below_it() -> None:
+    just_before_new = 60 * 24 * 20
+    # "About my pay." two minutes before the newer version: an intro, placed below it
+    assert _pay_versions(_said("intro", just_before_new, "user: About my pay.")) == [
+        "new", "intro", "old"]
+    # the same words said just before the older version introduce no newer one
+    assert _pay_versions(_said("intro", -2, "user: About my pay.")) == ["intro", "new", "old"]
+    # a change word, or more words than echo_words (8), tell something of their own
+    assert _pay_versions(_said("intro", just_before_new, "user: Actually, about my pay.")) == [
+        "intro", "new", "old"]
+    long = "user: About my pay and the bonus we talked about at lunch."
+    assert _pay_versions(_said("intro", just_before_new, long)) == ["intro", "new", "old"]
+
+
+def test_an_assistant_reply_counts_as_one_to_a_version_only_after_it_within_the_window() -> None:
+    # the older version retired (a candidate, not a hit); "That's really helpful to know
+    # about your manager." said `minutes` after it is a reply to it, below the newest
+    def order(minutes: float) -> list[str]:
+        old = _said("old", 0, "user: From now on the person I report to is Omar Haddad.",
+                    status=Status.SUPERSEDED, superseded_by="new")
+        reply = _said("reply", minutes,
+                      "assistant: That's really helpful to know about your manager.")
+        new = _said("new", 60 * 24 * 30,
+                    "user: My manager isn't Omar Haddad anymore, it's Luis Ortega.")
+        ranked = [Ranked(reply, Candidate("reply", 0.5, 1.0, 0.76), 0.01, 0.68),
+                  Ranked(new, Candidate("new", 0.4, 0.96, 0.68), 0.6, 0.67)]
+        memories = {m.id: m for m in (old, reply, new)}
+        links = version_links([Edge("new", "old", EdgeType.SUPERSEDES)], memories)
+        cands = {"old": Candidate("old", 0.6, 0.0, 0.6),
+                 **{r.memory.id: r.candidate for r in ranked}}
+        out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=31), Policy(),
+                        lambda m: m.status is Status.ACTIVE)
+        return [r.memory.id for r in out.ranked]
+
+    assert order(10) == ["new", "reply"]  # exactly context_seconds (600 s) after it
+    assert order(10.5) == ["reply", "new"]  # later: it replies to nothing of the fact
+    assert order(-5) == ["reply", "new"]  # said before the fact was told at all
+
+
+def test_a_link_to_a_memory_not_read_is_left_out_of_the_versions() -> None:
+    old = _said("old", 0, "user: My annual pay is $95,000.")
+    new = _said("new", 60 * 24 * 20, "user: Raised to $118,000.")
+    ranked = [Ranked(old, Candidate("old", 0.6, 0.8, 0.65), 0.1, 0.60),
+              Ranked(new, Candidate("new", 0.3, 0.0, 0.3), 0.3, 0.30)]
+    memories = {m.id: m for m in (old, new)}
+    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
+    links["new"].add("gone")  # a version forgotten since its link was read
+    links["gone"] = {"new"}
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=21), Policy(),
+                    lambda m: True)
+    assert [r.memory.id for r in out.ranked] == ["new", "old"]
+
+
+def test_a_preference_told_after_a_plain_event_is_no_newer_answer() -> None:
+    # the older text states no value and the newer names no change: only two texts that
+    # both state a preference are two answers in plain words
+    q = "What video am I editing this week?"
+    old = _said("old", 0, "user: I'm editing my cousin's wedding video this week.")
+    new = _said("new", 60 * 24, "user: My favourite video this week is the wedding one.")
+    ranked = [Ranked(old, Candidate("old", 0.7, 1.0, 0.8), 0.1, 0.73),
+              Ranked(new, Candidate("new", 0.4, 0.3, 0.4), 0.5, 0.41)]
+    vectors = {"old": _vec(1, 0), "new": _vec(0.6, 0.8)}  # cosine 0.6
+    assert implicit_links(ranked, vectors, Policy(), q) == {}
