@@ -1110,3 +1110,17 @@ def test_a_preference_told_after_a_plain_event_is_no_newer_answer() -> None:
               Ranked(new, Candidate("new", 0.4, 0.3, 0.4), 0.5, 0.41)]
     vectors = {"old": _vec(1, 0), "new": _vec(0.6, 0.8)}  # cosine 0.6
     assert implicit_links(ranked, vectors, Policy(), q) == {}
+
+
+def test_the_explanation_quotes_a_long_older_version_cut_to_sixty_characters() -> None:
+    text = "user: My annual pay is $95,000, before the bonus and the shares, as of March."
+    old = _said("old", 0, text)
+    new = _said("new", 60 * 24 * 20, "user: Raised to $118,000.")
+    ranked = [Ranked(old, Candidate("old", 0.6, 0.8, 0.65), 0.1, 0.60),
+              Ranked(new, Candidate("new", 0.3, 0.0, 0.3), 0.3, 0.30)]
+    memories = {m.id: m for m in (old, new)}
+    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
+    out = arbitrate(ranked, {r.memory.id: r.candidate for r in ranked}, memories, links,
+                    T0 + timedelta(days=21), Policy(), lambda m: True)
+    quoted = text[:59] + "…"  # 59 characters and the ellipsis: 60 in all
+    assert out.notes["new"] == f'newer version of old ("{quoted}"), observed 2025-03-21'
