@@ -601,12 +601,14 @@ def test_an_intro_and_an_assistant_reply_rank_below_the_newest_version() -> None
     assert [r.memory.id for r in out.ranked] == ["new", "intro", "old", "other"]
 
 
-def test_a_reply_to_a_retired_version_ranks_below_the_newest_version() -> None:
-    # the older version was retired (a candidate, not a hit); the assistant's reply to
-    # it repeats the question's words and would answer first
+def _after_retired_version(minutes: float) -> list[str]:
+    """The order of the newest version and the assistant's "That's really helpful to know
+    about your manager.", said `minutes` after the older version, which was retired (a
+    candidate, not a hit)."""
     old = _said("old", 0, "user: From now on the person I report to is Omar Haddad.",
                 status=Status.SUPERSEDED, superseded_by="new")
-    reply = _said("reply", 3, "assistant: That's really helpful to know about your manager.")
+    reply = _said("reply", minutes,
+                  "assistant: That's really helpful to know about your manager.")
     new = _said("new", 60 * 24 * 30,
                 "user: My manager isn't Omar Haddad anymore, it's Luis Ortega.")
     ranked = [Ranked(reply, Candidate("reply", 0.5, 1.0, 0.76), 0.01, 0.68),
@@ -617,7 +619,16 @@ def test_a_reply_to_a_retired_version_ranks_below_the_newest_version() -> None:
              **{r.memory.id: r.candidate for r in ranked}}
     out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=31), Policy(),
                     lambda m: m.status is Status.ACTIVE)
-    assert [r.memory.id for r in out.ranked] == ["new", "reply"]
+    return [r.memory.id for r in out.ranked]
+
+
+def test_a_reply_to_a_retired_version_ranks_below_the_newest_version() -> None:
+    # the reply repeats the question's words and would answer first
+    assert _after_retired_version(3) == ["new", "reply"]
+    # a reply counts as one to a version only after it, within context_seconds (600 s)
+    assert _after_retired_version(10) == ["new", "reply"]  # exactly 600 s after it
+    assert _after_retired_version(10.5) == ["reply", "new"]  # later: replies to nothing of it
+    assert _after_retired_version(-5) == ["reply", "new"]  # said before the fact was told
 
 
 def test_a_reply_that_speaks_of_the_newest_version_ranks_below_it() -> None:
@@ -1058,31 +1069,6 @@ def test_only_a_short_intro_just_before_a_newer_version_ranks_below_it() -> None
         "intro", "new", "old"]
     long = "user: About my pay and the bonus we talked about at lunch."
     assert _pay_versions(_said("intro", just_before_new, long)) == ["intro", "new", "old"]
-
-
-def test_an_assistant_reply_counts_as_one_to_a_version_only_after_it_within_the_window() -> None:
-    # the older version retired (a candidate, not a hit); "That's really helpful to know
-    # about your manager." said `minutes` after it is a reply to it, below the newest
-    def order(minutes: float) -> list[str]:
-        old = _said("old", 0, "user: From now on the person I report to is Omar Haddad.",
-                    status=Status.SUPERSEDED, superseded_by="new")
-        reply = _said("reply", minutes,
-                      "assistant: That's really helpful to know about your manager.")
-        new = _said("new", 60 * 24 * 30,
-                    "user: My manager isn't Omar Haddad anymore, it's Luis Ortega.")
-        ranked = [Ranked(reply, Candidate("reply", 0.5, 1.0, 0.76), 0.01, 0.68),
-                  Ranked(new, Candidate("new", 0.4, 0.96, 0.68), 0.6, 0.67)]
-        memories = {m.id: m for m in (old, reply, new)}
-        links = version_links([Edge("new", "old", EdgeType.SUPERSEDES)], memories)
-        cands = {"old": Candidate("old", 0.6, 0.0, 0.6),
-                 **{r.memory.id: r.candidate for r in ranked}}
-        out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=31), Policy(),
-                        lambda m: m.status is Status.ACTIVE)
-        return [r.memory.id for r in out.ranked]
-
-    assert order(10) == ["new", "reply"]  # exactly context_seconds (600 s) after it
-    assert order(10.5) == ["reply", "new"]  # later: it replies to nothing of the fact
-    assert order(-5) == ["reply", "new"]  # said before the fact was told at all
 
 
 def test_a_link_to_a_memory_not_read_is_left_out_of_the_versions() -> None:
