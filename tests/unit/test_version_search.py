@@ -5,16 +5,22 @@ which one is linked when several qualify."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from reverie.core import vector_sync
-from reverie.core.engine import MemoryEngine
+import numpy as np
+import pytest
+
+from reverie.core import ManualClock, vector_sync
+from reverie.core.engine import MemoryEngine, Observation
 from reverie.core.models import Kind, Memory, Status, Tier
 from reverie.core.policy import Policy
-from reverie.core.ports import WriteBatch
+from reverie.core.ports import Vector, VectorHit, WriteBatch
 from reverie.core.version_links import cosines
 from reverie.core.writing import UPDATE_KEY
+from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 from tests.unit.conftest import T0, make_engine
 
 OLD = "user: My annual pay is $95,000."
@@ -186,12 +192,14 @@ def _stored_days_ago(e: MemoryEngine, olds: list[Memory], days: float) -> None:
     clock.advance(days=days)
 
 
-def test_of_two_earlier_versions_the_best_judged_one_is_linked() -> None:
-    # "a-far" sorts first but shares less with the new text than "b-near"
+@pytest.mark.parametrize(("far", "near"), [("a-far", "b-near"), ("b-far", "a-near")])
+def test_of_two_earlier_versions_the_best_judged_one_is_linked(far: str, near: str) -> None:
+    # the two are judged in the order of their ids: whichever comes first, the one that
+    # shares more with the new text is linked
     e = make_engine()
     olds = [
         Memory(
-            id="a-far",
+            id=far,
             namespace="default",
             kind=Kind.EPISODIC,
             tier=Tier.TRACE,
@@ -199,7 +207,7 @@ def test_of_two_earlier_versions_the_best_judged_one_is_linked() -> None:
             created_at=T0,
         ),
         Memory(
-            id="b-near",
+            id=near,
             namespace="default",
             kind=Kind.EPISODIC,
             tier=Tier.TRACE,
@@ -210,7 +218,7 @@ def test_of_two_earlier_versions_the_best_judged_one_is_linked() -> None:
     _stored_days_ago(e, olds, 40)
     new = e.observe("user: Actually I live in Lisbon now, close to the big park by the river")
     why = _why(e, new)
-    assert why is not None and why["of"] == "b-near"
+    assert why is not None and why["of"] == near
 
 
 def test_a_fact_keys_unit_among_the_candidates_does_not_hide_the_trace_behind_it() -> None:
@@ -335,3 +343,135 @@ def test_a_change_told_in_two_words_is_a_version_a_later_change_can_update() -> 
     )
     why = _why(e, bike)
     assert why is not None and why["of"] == foot.id
+
+
+class _CountingIndex(InMemoryVectorIndex):
+    """The in-memory index with a batch query (`QueriesMany`), counting each kind of call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+
+    def query(
+        self, namespace: str, vector: Vector, k: int, where: Mapping[str, Any] | None = None
+    ) -> list[VectorHit]:
+        self.calls["query"] += 1
+        return super().query(namespace, vector, k, where)
+
+    def query_many(self, namespace: str, vecs: Sequence[Vector], k: int) -> list[list[VectorHit]]:
+        self.calls["query_many"] += 1
+        return [super(_CountingIndex, self).query(namespace, v, k) for v in vecs]
+
+
+def _counting_engine(policy: Policy | None = None) -> tuple[MemoryEngine, _CountingIndex]:
+    store = InMemoryStore()
+    index = _CountingIndex()
+    e = MemoryEngine(store, store, index, BagOfWordsEmbedder(), policy=policy or Policy(),
+                     clock=ManualClock(T0), token_counter=lambda s: len(s.split()))
+    return e, index
+
+
+def test_a_bulk_chunk_asks_the_index_once_for_its_updates_and_their_intros() -> None:
+    # The statement, then an intro observed alone, then a chunk holding an elliptical
+    # update a minute after the intro and a change told with a change word: the vectors
+    # of the intro (said before the chunk), the update and the change are asked in one
+    # call, and the search while writing asks nothing more.
+    e, index = _counting_engine()
+    old = e.observe(OLD)
+    home = e.observe("user: I live in Berlin, close to the big park by the river")
+    clock: Any = e.clock
+    clock.advance(days=1)
+    e.observe(INTRO)
+    index.calls.clear()
+    later = clock.now() + timedelta(minutes=1)
+    update, moved = e.observe_many([
+        Observation("user: Raised to $65,000.", at=later),
+        Observation("user: Actually I live in Lisbon now, close to the big park by the river",
+                    at=later + timedelta(minutes=1)),
+    ])
+    assert index.calls == {"query_many": 1}
+    why = _why(e, update)
+    assert why is not None and why["of"] == old.id and why["context"] > 0
+    why = _why(e, moved)
+    assert why is not None and why["of"] == home.id
+    # with the search turned off, a chunk asks the index nothing
+    e, index = _counting_engine(Policy(neighbours=0))
+    e.observe(OLD)
+    clock = e.clock
+    clock.advance(days=1)
+    e.observe(INTRO)
+    index.calls.clear()
+    e.observe_many([Observation("user: Raised to $65,000.", at=clock.now() + timedelta(minutes=1))])
+    assert not index.calls
+
+
+def test_a_bulk_chunk_finds_its_own_earlier_turn_however_many_turns_lie_between() -> None:
+    # One chunk: the statement, more unrelated turns than the engine keeps as recent,
+    # then the change a day later. The statement is in neither the index nor the recent
+    # turns when the change is written: only the chunk's own written turns hold it.
+    e = make_engine()
+    fillers = [f"user: Note {n}: the {w} shelf holds {n} jars."
+               for n, w in enumerate(["red", "green", "blue", "grey", "pink", "teal", "gold",
+                                      "navy", "lime", "plum", "rust", "sand", "mint", "jade",
+                                      "ruby", "onyx", "opal", "ivory", "amber", "coral"], 1)]
+    assert len(fillers) > e.policy.updates.recent_turns
+    turns = [Observation(OLD, at=T0)]
+    turns += [Observation(t, at=T0 + timedelta(minutes=n)) for n, t in enumerate(fillers, 1)]
+    turns.append(Observation("user: Actually my annual pay is $105,000 now.",
+                             at=T0 + timedelta(days=1)))
+    written = e.observe_many(turns, batch_size=len(turns))
+    why = _why(e, written[-1])
+    assert why is not None and why["of"] == written[0].id
+
+
+def test_a_turn_that_only_names_its_subject_is_judged_as_no_earlier_version() -> None:
+    # "About my annual pay." has two content words and no value: it states nothing, so a
+    # change said after it has no earlier version to replace...
+    change = "user: My annual pay was raised to $105,000 this year."
+    e = make_engine()
+    _intro, new = _say(e, "user: About my annual pay.", 60 * 24, change)
+    assert _why(e, new) is None
+    # ...and where it sorts before the statement that holds the value, the statement is
+    # still judged and replaced
+    e = make_engine()
+    olds = [
+        Memory(id="a-intro", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+               text="user: About my annual pay.", created_at=T0 + timedelta(hours=1)),
+        Memory(id="b-pay", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+               text=OLD, created_at=T0),
+    ]
+    _stored_days_ago(e, olds, 40)
+    why = _why(e, e.observe(change))
+    assert why is not None and why["of"] == "b-pay"
+
+
+def test_an_archived_replaced_statement_is_no_evidence_of_what_an_update_speaks_of() -> None:
+    # "v1" was replaced by "v2", then the sweep archived it: it no longer stands for the
+    # fact "v2" holds, so an update near "v1" and far from "v2" is linked to nothing
+    e = make_engine()
+    said = "user: I live in Berlin, close to the big park by the river"
+    olds = [
+        Memory(id="v1", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE, text=said,
+               created_at=T0, status=Status.ARCHIVED, superseded_by="v2"),
+        Memory(id="v2", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+               text="user: These days home is Madrid", created_at=T0 + timedelta(hours=1)),
+    ]
+    _stored_days_ago(e, olds, 40)
+    update = "user: Actually I live in Lisbon now, close to the big park by the river"
+    v_new, v1, v2 = e._ctx.embed([update, said, olds[1].text])
+    near, far = cosines(v_new, [v1, v2])
+    assert near >= e.policy.updates.min_similarity > far  # what the case is about
+    new = e.observe(update)
+    assert _why(e, new) is None
+    assert e.get("v2").is_active and e.get("v2").metadata == {}
+    # the same statement retired as superseded (not archived) speaks for "v2"
+    e = make_engine()
+    _stored_days_ago(e, [dataclasses.replace(olds[0], status=Status.SUPERSEDED), olds[1]], 40)
+    why = _why(e, e.observe(update))
+    assert why is not None and why["of"] == "v2" and why["through"] == "v1"
+
+
+def test_cosines_of_a_zero_vector_are_zero_not_nan() -> None:
+    zero, one = np.zeros(4, dtype=np.float32), np.ones(4, dtype=np.float32)
+    assert cosines(zero, [one, zero]) == [0.0, 0.0]
+    assert cosines(one, [zero, one]) == [0.0, pytest.approx(1.0)]
