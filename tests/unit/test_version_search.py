@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -475,3 +475,67 @@ def test_cosines_of_a_zero_vector_are_zero_not_nan() -> None:
     zero, one = np.zeros(4, dtype=np.float32), np.ones(4, dtype=np.float32)
     assert cosines(zero, [one, zero]) == [0.0, 0.0]
     assert cosines(one, [zero, one]) == [0.0, pytest.approx(1.0)]
+
+
+class _CountingStore(InMemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get_many(self, namespace: str, ids: Iterable[str]) -> dict[str, Memory]:
+        self.reads += 1
+        return super().get_many(namespace, ids)
+
+
+def test_a_plain_statement_reads_no_earlier_record_unless_one_is_typed_similarity_near() -> None:
+    # A value stated with no change word, preference or intro can only restate a value,
+    # which needs typed_similarity: the turns below it are not read (most turns are such
+    # statements, and each read is a store round trip)
+    store = _CountingStore()
+    e = MemoryEngine(store, store, InMemoryVectorIndex(), BagOfWordsEmbedder(),
+                     clock=ManualClock(T0), token_counter=lambda s: len(s.split()))
+    e.observe(OLD)
+    clock: Any = e.clock
+    clock.advance(days=1)
+    fee = "user: My gym fee is $40 monthly."
+    v_old, v_fee = e._ctx.embed([OLD, fee])
+    p = e.policy.updates
+    assert p.min_similarity <= cosines(v_fee, [v_old])[0] < p.typed_similarity
+    store.reads = 0
+    assert _why(e, e.observe(fee)) is None
+    assert store.reads == 0
+    # the same pay restated with a new value is near enough: read, and linked
+    new = e.observe("user: My annual pay is $105,000.")
+    assert store.reads == 1
+    why = _why(e, new)
+    assert why is not None and why["verdict"] != "none"
+
+
+def test_a_restated_value_exactly_typed_similarity_near_is_a_version() -> None:
+    # the bars are inclusive: a plain restatement at exactly typed_similarity to a recent
+    # turn is linked (both sides computed by the one cosine of this module)
+    e = make_engine()
+    restated = "user: My annual pay is $105,000."
+    v_old, v_new = e._ctx.embed([OLD, restated])
+    at = cosines(v_new, [v_old])[0]
+    e.policy = e.policy.replace(typed_similarity=at)
+    old, new = _say(e, OLD, 60 * 24, restated)
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
+
+
+def test_an_indexed_turn_exactly_min_similarity_near_is_a_candidate() -> None:
+    # the index's answer is kept from min_similarity on, inclusive, in the bulk path too
+    e = make_engine()
+    old = e.observe(OLD)
+    e.flush()
+    clock: Any = e.clock
+    clock.advance(days=1)
+    update = "user: Actually my annual pay is $105,000 now."
+    (hit,) = e.vectors.query("default", e._ctx.embed([update])[0], 1)
+    assert hit.id == old.id
+    e.policy = e.policy.replace(min_similarity=hit.similarity)
+    e._writes.versions.forget_recent()  # found through the index alone, not a recent turn
+    (new,) = e.observe_many([update])
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
