@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reverie.core import Policy
-from reverie.core.text import initial_importance, porter_stem
+from reverie.core.text import extract_entities, initial_importance, porter_stem
 
 # Each stem worked by hand from the 1980 rules (m = the measure of a stem, [C](VC)^m[V]).
 _EDGES = [
@@ -34,6 +34,15 @@ _EDGES = [
     # step 2 tries the longest suffix: -ational (-> ate), not -tional (-> tion); step 4
     # then drops -ate (m("oper") = 2)
     ("operational", "oper"),
+    # y after the vowel o is a consonant: m("joy") = 1, so step 3 drops -ful
+    ("joyful", "joy"),
+    # step 1c: "boy" has a vowel before its y, so the y becomes i
+    ("boys", "boi"),
+    # step 1b's *o rule looks at the stem's last three letters: "twin" ends c-v-c, so -ing
+    # gives way to an e; "box" ends in x, which the rule excludes; "snowsho" ends in a vowel
+    ("twining", "twine"),
+    ("boxing", "box"),
+    ("snowshoeing", "snowsho"),
 ]
 
 
@@ -60,3 +69,16 @@ def test_the_first_importance_is_kept_to_six_decimals() -> None:
     # filler: 0.5 - 0.1234567 = 0.3765433
     p = Policy(filler_penalty=0.1234567)
     assert initial_importance("ok thanks", p) == 0.376543
+
+
+def test_a_single_capital_letter_is_no_entity() -> None:
+    # "plan B", "Vitamin D": one letter names nothing to link memories by; two may ("Bo")
+    assert extract_entities("We picked plan B with Bo.") == frozenset({"bo"})
+
+
+def test_given_entities_earn_the_entity_boost_and_none_given_earn_none() -> None:
+    p = Policy()
+    plain = "the weather is mild"  # no entity of its own, no date, no number
+    assert initial_importance(plain, p, frozenset({"lisbon"})) == pytest.approx(
+        p.importance.base_importance + p.importance.entity_boost)
+    assert initial_importance(plain, p, frozenset()) == p.importance.base_importance
