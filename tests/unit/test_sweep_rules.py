@@ -153,3 +153,30 @@ def test_one_memory_over_the_hard_cap_is_archived() -> None:
     assert report.evicted_by_cap == 1
     assert engine.get(mems[0].id).status is Status.ARCHIVED  # the lowest decay score
     assert all(engine.get(m.id).is_active for m in mems[1:])
+
+
+def test_a_namespace_exactly_at_the_hard_cap_is_left_alone() -> None:
+    # the cap is a ceiling: at it, no merging cycle runs and nothing is archived
+    engine = make_engine()
+    engine.policy = engine.policy.replace(hard_cap_per_namespace=3)
+    mems = [engine.observe(f"distinct topic number {w}", importance=0.5)
+            for w in ("one", "two", "three")]
+    _later(engine, 1)
+    report = engine.sweep()
+    assert not report.cap_consolidated and report.evicted_by_cap == 0
+    assert all(engine.get(m.id).is_active for m in mems)
+
+
+def test_a_namespace_twice_over_the_hard_cap_is_brought_down_to_it() -> None:
+    # 5 distinct memories (nothing to merge) and a cap of 2: 3 go, the lowest scores
+    engine = make_engine()
+    engine.policy = engine.policy.replace(hard_cap_per_namespace=2)
+    mems = [
+        engine.observe(f"distinct topic number {w}", importance=imp)
+        for w, imp in (("one", 0.35), ("two", 0.4), ("three", 0.5), ("four", 0.6),
+                       ("five", 0.7))
+    ]
+    _later(engine, 1)
+    report = engine.sweep()
+    assert report.evicted_by_cap == 3
+    assert [engine.get(m.id).is_active for m in mems] == [False, False, False, True, True]
