@@ -581,3 +581,43 @@ def test_only_the_older_texts_subject_words_of_the_question_tell_a_look_alike() 
     asked = read("Who is my dentist in town?").words
     assert answers_alike(read("user: My dermatologist in town is Dr. Okafor."),
                          read("user: My dentist is Dr. Patel."), asked, Policy()) is None
+
+
+def test_an_intro_of_exactly_intro_words_words_may_name_someone() -> None:
+    # a turn that names someone is an intro up to intro_words words, inclusive; a longer
+    # one is a fact of its own ("My GP is Dr. Nguyen")
+    p = Policy()
+    at_bar = read("About my dentist Dr. Lee.")
+    assert len(at_bar.sequence) == p.updates.intro_words and "name" in at_bar.values
+    assert introduces(at_bar, p)
+    assert not introduces(read("About my new dentist Dr. Lee."), p)
+
+
+def test_a_name_of_who_is_spoken_to_leaves_the_other_names_as_values() -> None:
+    # "Mel" is who the user talks to, "Dr. Nguyen" the new value: the dentist changed
+    p = Policy()
+    old = read("user: My dentist is Dr. Smith.")
+    new = read("user: Thanks Mel, my dentist is Dr. Nguyen.")
+    s = judge(new, old, 0.7, 0.0, p, frozenset({"mel"}))
+    assert s.same_type == "name" and s.verdict is not Verdict.NONE
+
+
+def test_a_preference_restated_in_three_shared_words_has_a_new_value() -> None:
+    # no typed value: the standing state ("my favourite street food") named in the same
+    # words, at least two of them, makes the new plain word its new value
+    p = Policy()
+    old = read("user: My favourite street food is dumplings.")
+    new = read("user: My favourite street food is falafel.")
+    s = judge(new, old, 0.8, 0.0, p)
+    assert len(s.shared) == 3 and s.same_type is None and not s.cue
+    assert s.new_value and s.verdict is Verdict.OUTDATES
+
+
+def test_two_texts_share_a_type_only_in_a_strong_type_both_state() -> None:
+    def shared(a: str, b: str) -> bool:
+        return updates.shares_a_type(read(a), read(b))
+
+    assert shared("user: The rent is $1,400.", "user: The rent is $1,200.")
+    assert not shared("user: The rent is $1,400.", "user: The rent is due on Monday.")
+    # a time of day is too weak a value to say two texts speak of one thing
+    assert not shared("user: I run in the morning.", "user: I run in the evening.")
