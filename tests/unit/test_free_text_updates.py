@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reverie.core import InvalidInput, InvalidPolicy, Policy, Status
+from reverie.core import InvalidInput, InvalidPolicy, Policy, Status, arbitration
 from reverie.core.arbitration import (
     arbitrate,
     asks_about_past,
@@ -424,6 +424,8 @@ def test_arbitration_follows_a_chain_to_the_newest_version() -> None:
                     lambda m: True)
     assert [r.memory.id for r in out.ranked] == ["c", "a"]
     assert out.ranked[0].score > out.ranked[1].score
+    # its score is relevance and decay alone, so its explanation shows no speaker term
+    assert out.ranked[0].speaker == 0.0
     assert "newer version of a" in out.notes["c"] and "older version" in out.notes["a"]
     # a version not admitted (asked about the past) is not pulled in
     past = arbitrate(ranked, {"a": cand}, memories, links, T0 + timedelta(days=1), Policy(),
@@ -860,6 +862,13 @@ def test_a_typed_value_alone_in_an_unrelated_text_is_no_newer_answer() -> None:
     assert links(new, 0.4) == {"new": {"old"}}
     # a change word is evidence enough at the lower cosine
     assert links(moved, 0.3) == {"moved": {"old"}}
+    # the bar is inclusive: a cosine exactly at loose_similarity, as recall computes it
+    v_old, v_new = _vec(1, 0), _vec(0.4, (1 - 0.4**2) ** 0.5)
+    at = float(arbitration._unit(v_new) @ arbitration._unit(v_old))
+    ranked = [Ranked(old, Candidate("old", 0.4, 1.0, 0.7), 0.1, 0.64),
+              Ranked(new, Candidate("new", 0.2, 0.0, 0.1), 0.5, 0.14)]
+    vectors = {"old": v_old, "new": v_new}
+    assert implicit_links(ranked, vectors, Policy(loose_similarity=at), q) == {"new": {"old"}}
 
 
 def test_a_turn_linked_to_nothing_takes_over_a_written_chain_only_when_near_it() -> None:
