@@ -1,6 +1,7 @@
 """The write path's search for the earlier trace a new one updates (core/version_links.py):
-which turns lend an elliptical update its subject, which earlier traces are judged, and
-which one is linked when several qualify."""
+which turns lend an elliptical update its subject, which earlier traces are judged, which
+one is linked when several qualify, and what the search reads and asks the index (a bulk
+import's cost rests on one index call per chunk and no record read for a plain turn)."""
 
 from __future__ import annotations
 
