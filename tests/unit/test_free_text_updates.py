@@ -4,6 +4,7 @@ ports. tests/integration/test_free_text_updates.py runs the same with the real m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -964,18 +965,11 @@ def test_an_intro_naming_a_value_a_version_holds_ranks_below_the_newest() -> Non
     ranked = [Ranked(intro, Candidate("intro", 0.7, 1.0, 0.8), 0.3, 0.75),
               Ranked(old, Candidate("old", 0.6, 0.7, 0.65), 0.1, 0.60),
               Ranked(new, Candidate("new", 0.2, 0.0, 0.1), 0.3, 0.12)]
-    memories = {m.id: m for m in (old, new, intro)}
-    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
-    out = arbitrate(ranked, {r.memory.id: r.candidate for r in ranked}, memories, links,
-                    T0 + timedelta(days=6), Policy(), lambda m: True)
-    assert [r.memory.id for r in out.ranked] == ["new", "intro", "old"]
+    assert _arbitrated(ranked, days=6) == ["new", "intro", "old"]
     # an intro that names a value of its own ("Friday") states something: left where it is
     friday = _said("intro", 60 * 24 * 5, "user: About Friday choir.")
-    memories["intro"] = friday
     ranked[0] = Ranked(friday, ranked[0].candidate, 0.3, 0.75)
-    out = arbitrate(ranked, {r.memory.id: r.candidate for r in ranked}, memories, links,
-                    T0 + timedelta(days=6), Policy(), lambda m: True)
-    assert [r.memory.id for r in out.ranked] == ["intro", "new", "old"]
+    assert _arbitrated(ranked, days=6) == ["intro", "new", "old"]
 
 
 def test_an_elliptical_plain_word_update_needs_a_change_word() -> None:
@@ -1050,20 +1044,29 @@ def test_a_reply_longer_than_a_statement_keeps_its_place() -> None:
     assert [r.memory.id for r in out.ranked] == ["said", "long"]
 
 
+def _arbitrated(
+    ranked: list[Ranked], days: float, extra: Mapping[str, set[str]] | None = None
+) -> list[str]:
+    """The order arbitration gives `ranked` at T0 + `days`, "new" written on write as
+    the newer version of "old" (and any `extra` links), every memory admitted."""
+    memories = {r.memory.id: r.memory for r in ranked}
+    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
+    for k, v in (extra or {}).items():
+        links.setdefault(k, set()).update(v)
+    cands = {r.memory.id: r.candidate for r in ranked}
+    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=days), Policy(),
+                    lambda m: True)
+    return [r.memory.id for r in out.ranked]
+
+
 def _pay_versions(intro: Memory) -> list[str]:
     """The order arbitration gives an intro-like user turn beside the pay's two versions
     (the newer told twenty days later, the older ranked first on the question's words)."""
     old = _said("old", 0, "user: My annual pay is $95,000.")
     new = _said("new", 60 * 24 * 20 + 2, "user: Raised to $118,000.")
-    ranked = [Ranked(intro, Candidate("intro", 0.7, 1.0, 0.73), 0.3, 0.70),
-              Ranked(old, Candidate("old", 0.6, 0.8, 0.65), 0.1, 0.60),
-              Ranked(new, Candidate("new", 0.3, 0.0, 0.3), 0.3, 0.30)]
-    memories = {m.id: m for m in (old, new, intro)}
-    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
-    cands = {r.memory.id: r.candidate for r in ranked}
-    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=21), Policy(),
-                    lambda m: True)
-    return [r.memory.id for r in out.ranked]
+    return _arbitrated([Ranked(intro, Candidate("intro", 0.7, 1.0, 0.73), 0.3, 0.70),
+                        Ranked(old, Candidate("old", 0.6, 0.8, 0.65), 0.1, 0.60),
+                        Ranked(new, Candidate("new", 0.3, 0.0, 0.3), 0.3, 0.30)], days=21)
 
 
 def test_only_a_short_intro_just_before_a_newer_version_ranks_below_it() -> None:
@@ -1085,14 +1088,9 @@ def test_a_link_to_a_memory_not_read_is_left_out_of_the_versions() -> None:
     new = _said("new", 60 * 24 * 20, "user: Raised to $118,000.")
     ranked = [Ranked(old, Candidate("old", 0.6, 0.8, 0.65), 0.1, 0.60),
               Ranked(new, Candidate("new", 0.3, 0.0, 0.3), 0.3, 0.30)]
-    memories = {m.id: m for m in (old, new)}
-    links = version_links([Edge("new", "old", EdgeType.UPDATES)], memories)
-    links["new"].add("gone")  # a version forgotten since its link was read
-    links["gone"] = {"new"}
-    cands = {r.memory.id: r.candidate for r in ranked}
-    out = arbitrate(ranked, cands, memories, links, T0 + timedelta(days=21), Policy(),
-                    lambda m: True)
-    assert [r.memory.id for r in out.ranked] == ["new", "old"]
+    # "gone": a version forgotten since its link was read
+    assert _arbitrated(ranked, days=21, extra={"new": {"gone"}, "gone": {"new"}}) == [
+        "new", "old"]
 
 
 def test_a_preference_told_after_a_plain_event_is_no_newer_answer() -> None:
