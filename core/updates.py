@@ -554,6 +554,12 @@ def _about(seq: tuple[str, ...]) -> frozenset[str]:
     return people
 
 
+def same_people(a: Reading, b: Reading) -> bool:
+    """Do two texts speak of one person (`_about`)? An intro about the neighbour's pay
+    names no subject for the speaker's own "Raised to $65,000." after it."""
+    return bool(_about(a.sequence) & _about(b.sequence))
+
+
 def _people(seq: Sequence[str]) -> frozenset[str]:
     return frozenset(w.removesuffix("'s") for w in seq if w.removesuffix("'s") in _PEOPLE)
 

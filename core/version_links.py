@@ -115,7 +115,7 @@ class VersionLinks:
             # update is no intro, though it may read as one ("It's an Asus Zenbook now.")
             context = [
                 r for i, r in enumerate(window)
-                if r.link is None and self._may_lend(r.reading, r.memory.created_at, p.when)
+                if r.link is None and self._may_lend(r.reading, r.memory.created_at, p)
                 and not any(t.link is not None and t.link.context > 0 for t in window[i + 1 :])
             ]
         if not (updates.may_update(p.reading, self.ctx.policy) or context):
@@ -167,7 +167,7 @@ class VersionLinks:
             if len(p.reading.words) <= policy.elliptical_words and policy.context_turns > 0:
                 lenders = [
                     (mid, v) for mid, v, reading, at in earlier[-policy.context_turns :]
-                    if at <= p.when and self._may_lend(reading, at, p.when)
+                    if at <= p.when and self._may_lend(reading, at, p)
                 ]
                 if lenders:
                     wanted[p.memory.id] = vec
@@ -177,12 +177,16 @@ class VersionLinks:
         answers = self.indexed_many(ns, [wanted[i] for i in ids])
         return ChunkSearch(ns, asked=dict(zip(ids, answers, strict=True)))
 
-    def _may_lend(self, reading: updates.Reading, at: datetime, when: datetime) -> bool:
-        """Can a turn said at `at` name the subject of an elliptical update said at `when`:
-        an intro (`updates.introduces`) within `context_seconds` before it."""
+    def _may_lend(self, reading: updates.Reading, at: datetime, p: Turn) -> bool:
+        """Can a turn said at `at` name the subject of the elliptical update `p`: an
+        intro (`updates.introduces`) within `context_seconds` before it, about the
+        person the update is about."""
         policy = self.ctx.policy
-        return (when - at).total_seconds() <= policy.updates.context_seconds and (
-            updates.introduces(reading, policy))
+        return (
+            (p.when - at).total_seconds() <= policy.updates.context_seconds
+            and updates.introduces(reading, policy)
+            and updates.same_people(reading, p.reading)
+        )
 
     def indexed_many(self, ns: str, vecs: Sequence[Vector]) -> list[dict[str, float]]:
         """The index's answer for each vector (as `near` takes it), in one call where

@@ -540,3 +540,33 @@ def test_an_indexed_turn_exactly_min_similarity_near_is_a_candidate() -> None:
     (new,) = e.observe_many([update])
     why = _why(e, new)
     assert why is not None and why["of"] == old.id
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_turn_about_someone_else_lends_no_subject_to_the_speakers_own_update(
+    bulk: bool,
+) -> None:
+    # "My neighbour got a pay rise." names a pay, but the neighbour's: the user's
+    # "Raised to $65,000." after it is not thereby about the user's own pay. The same
+    # turn about the user lends (the control), one at a time and in one bulk call alike.
+    def update_after(intro: str) -> dict[str, Any] | None:
+        e = make_engine()
+        old = e.observe(OLD)
+        clock: Any = e.clock
+        clock.advance(seconds=60 * 60 * 24)
+        if bulk:
+            texts = [intro, "user: Raised to $65,000."]
+            said = e.observe_many([Observation(t) for t in texts])
+            new = said[-1]
+        else:
+            e.observe(intro)
+            clock.advance(seconds=60)
+            new = e.observe("user: Raised to $65,000.")
+        why = _why(e, new)
+        assert why is None or why["of"] == old.id
+        return why
+
+    mine = update_after("user: My pay got a rise.")
+    assert mine is not None and mine["context"] > 0
+    theirs = update_after("user: My neighbour got a pay rise.")
+    assert theirs is None or theirs["context"] == 0
