@@ -290,6 +290,8 @@ class Reading:
     # content words of its change phrase ("make" of "make that", "day" of "these
     # days"): how the change is told, not what it is about
     cue_words: frozenset[str] = frozenset()
+    # the runs of `sequence` between its typed values (`_qualifiers` reads them)
+    phrases: tuple[tuple[str, ...], ...] = ()
 
 
 # A number right after a word that is neither a verb's complement nor a preposition
@@ -371,6 +373,7 @@ def read(text: str) -> Reading:
     first = len(body)  # where the first value starts: the words before it are the subject
     digits = _DIGIT.search(body) is not None
     masked_lower = lower  # `masked` lower-cased, blanked along with it
+    cuts: list[tuple[int, int]] = []  # every typed value's span
     for kind, pattern in _VALUE_TYPES:
         if kind in _DIGIT_TYPES and not digits and not (
             kind == "time" and _WORD_TIMES.search(masked, masked_lower)
@@ -385,6 +388,7 @@ def read(text: str) -> Reading:
             first = min(first, m.start())
             spans.append(m.span())
         if spans:  # masked for the types after it, keeping positions
+            cuts.extend(spans)
             masked = _blank(masked, spans)
             masked_lower = None if masked_lower is None else _blank(masked_lower, spans)
     named: list[tuple[int, int]] = []  # where the names are (masked for the content words)
@@ -436,7 +440,22 @@ def read(text: str) -> Reading:
         STATE.search(body, lower) is not None,
         content(lead[:-1]), _PAST.search(body, lower) is not None, _labels(body, lower),
         content(_words(told.group(0).casefold())) & _CUE_VOCABULARY if told else frozenset(),
+        _phrases(low, cuts) if cuts else (seq,),
     )
+
+
+def _phrases(low: str, cuts: list[tuple[int, int]]) -> tuple[tuple[str, ...], ...]:
+    """The runs of words between the typed values: "booked 3 interviews" holds no
+    "booked interviews", so no word across a value qualifies the word after it. A name
+    stays in its run: "our Berlin office" and "our Madrid office" are two offices."""
+    out: list[tuple[str, ...]] = []
+    at = 0
+    for start, end in sorted(cuts):
+        if start > at:
+            out.append(_words(low[at:start]))
+        at = max(at, end)
+    out.append(_words(low[at:]))
+    return tuple(ws for ws in out if ws)
 
 
 def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
@@ -575,8 +594,8 @@ def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
     if replaced:  # "switched to almond milk": the qualifier is the value that changed
         return None
     new_set, old_set = set(new.sequence), set(old.sequence)
-    before_new = _qualifiers(new.sequence)
-    before_old = _qualifiers(old.sequence)
+    before_new = _qualifiers(new.phrases or (new.sequence,))
+    before_old = _qualifiers(old.phrases or (old.sequence,))
     for head, q_new in before_new.items():
         q_old = before_old.get(head)
         if q_old is None:
@@ -613,12 +632,13 @@ def _subject_contrast(new: Reading, old: Reading) -> str | None:
 
 
 @functools.lru_cache(maxsize=16_384)
-def _qualifiers(seq: tuple[str, ...]) -> Mapping[str, frozenset[str]]:
-    """Content word -> the content words right before it ('travel' before 'budget').
-    A participle ('a corgi named Biscuit') is no head: what precedes it is a value.
-    Remembered per text, like `_about`."""
+def _qualifiers(phrases: tuple[tuple[str, ...], ...]) -> Mapping[str, frozenset[str]]:
+    """Content word -> the content words right before it ('travel' before 'budget'),
+    within one run of words between values. A participle ('a corgi named Biscuit') is
+    no head: what precedes it is a value. Remembered per text, like `_about`."""
     out: dict[str, set[str]] = {}
-    for prev, word in itertools.pairwise(seq):
+    pairs = itertools.chain.from_iterable(itertools.pairwise(seq) for seq in phrases)
+    for prev, word in pairs:
         if (
             word in STOP_WORDS or prev in STOP_WORDS or word in _NOISE_WORDS
             or prev in _NOISE_WORDS or len(prev) < 3 or len(word) < 3

@@ -621,3 +621,24 @@ def test_two_texts_share_a_type_only_in_a_strong_type_both_state() -> None:
     assert not shared("user: The rent is $1,400.", "user: The rent is due on Monday.")
     # a time of day is too weak a value to say two texts speak of one thing
     assert not shared("user: I run in the morning.", "user: I run in the evening.")
+
+
+def test_a_word_before_a_value_does_not_qualify_the_word_after_it() -> None:
+    # "booked 3 interviews" has no "booked interviews": a new total of interviews is a
+    # newer count of the same ones, not another kind of interview
+    s = judge(
+        # (with its speaker: "New total: ..." alone reads as said by "New total")
+        read("user: New total: 6 interviews."),
+        read("user: So far I've booked 3 interviews with tech companies."),
+        0.66,
+        0.0,
+        Policy(),
+    )
+    assert s.contrast is None and s.same_type == "number"
+    assert s.verdict is Verdict.OUTDATES
+    # a name stays where it stands: "our Berlin office" and "our Madrid office" are two
+    s = judge(
+        read("Our Madrid office has 4 people."), read("Our Berlin office has 12 people."),
+        0.65, 0.0, Policy(),
+    )
+    assert s.verdict is Verdict.NONE and s.contrast == "berlin/madrid office"
