@@ -110,12 +110,29 @@ _NOT_SPEAKERS = frozenset(
 )
 
 
+# Lower-case words inside a person's name ("Ludwig van Beethoven", "Leonardo da Vinci").
+_NAME_PARTICLES = frozenset(
+    ["van", "von", "der", "den", "de", "da", "di", "del", "della", "du", "la", "le", "bin",
+     "ibn", "al", "el", "y"]
+)
+
+
+def _label(prefix: str) -> bool:
+    """Is a "...:" prefix a label rather than who spoke: a known one ("Note", "Update"),
+    or words after its first that start in lower case ("Heads up", "New total", "Quick
+    update"), as no name is written ("Mary Jane", "Dr. Okafor")."""
+    if prefix.casefold() in _NOT_SPEAKERS:
+        return True
+    rest = prefix.split()[1:]
+    return any(w[0].islower() and w not in _NAME_PARTICLES for w in rest)
+
+
 def strip_speaker(text: str) -> str:
-    """'user: ok thanks' is judged by what was said, not by who said it; 'Remember: ...'
-    and 'Note: ...' are not speakers."""
+    """'user: ok thanks' is judged by what was said, not by who said it; 'Remember: ...',
+    'Note: ...' and 'Heads up: ...' are not speakers."""
     t = text.strip()
     m = _SPEAKER.match(t)
-    if m is None or m.group(0).rstrip(": \t").casefold() in _NOT_SPEAKERS:
+    if m is None or _label(m.group(0).rstrip(": \t")):
         return t
     return t[m.end() :]
 
@@ -126,8 +143,8 @@ def speaker_name(text: str) -> str | None:
     m = _SPEAKER.match(t)
     if m is None:
         return None
-    name = m.group(0).rstrip(": \t").casefold()
-    return None if name in _NOT_SPEAKERS else name
+    prefix = m.group(0).rstrip(": \t")
+    return None if _label(prefix) else prefix.casefold()
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w-]*")

@@ -1117,3 +1117,14 @@ def test_the_explanation_quotes_a_long_older_version_cut_to_sixty_characters() -
                     T0 + timedelta(days=21), Policy(), lambda m: True)
     quoted = text[:59] + "…"  # 59 characters and the ellipsis: 60 in all
     assert out.notes["new"] == f'newer version of old ("{quoted}"), observed 2025-03-21'
+
+
+def test_a_change_told_under_a_label_is_a_version_whatever_the_label() -> None:
+    # "Heads up:" and "Quick update:" label what follows; neither is a speaker, so the
+    # second flight time is a newer version of the first, not another person's words
+    e = make_engine()
+    old = e.observe("Heads up: my flight to Boston leaves Friday at 7:45 AM.")
+    later(e, days=3)
+    new = e.observe("Quick update: my flight to Boston was moved to Sunday at 9:20 PM.")
+    why = e.get(new.id).metadata.get(UPDATE_KEY)
+    assert why is not None and why["of"] == old.id

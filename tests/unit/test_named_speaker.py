@@ -26,6 +26,11 @@ def test_the_people_a_question_names_and_who_speaks() -> None:
     assert speaker_name("Melanie: hi") == "melanie"
     assert speaker_name("Dr. Okafor: take two") == "dr. okafor"
     assert speaker_name("Note: buy milk") is None  # a label, not a speaker
+    # so is a prefix whose later words start in lower case, as no name is written
+    assert speaker_name("Heads up: my flight moved to Friday") is None
+    assert speaker_name("New total: 6 interviews.") is None
+    assert speaker_name("Mary Jane: see you") == "mary jane"
+    assert speaker_name("Ludwig van Beethoven: da da da") == "ludwig van beethoven"
     assert speaker_name("no prefix here") is None
 
 
