@@ -30,6 +30,7 @@ def test_the_people_a_question_names_and_who_speaks() -> None:
     assert speaker_name("Heads up: my flight moved to Friday") is None
     assert speaker_name("New total: 6 interviews.") is None
     assert speaker_name("Mary Jane: see you") == "mary jane"
+    assert speaker_name("Ronald McDonald: hi") == "ronald mcdonald"  # its first letter counts
     assert speaker_name("Ludwig van Beethoven: da da da") == "ludwig van beethoven"
     assert speaker_name("no prefix here") is None
 

@@ -43,6 +43,11 @@ _EDGES = [
     ("twining", "twine"),
     ("boxing", "box"),
     ("snowshoeing", "snowsho"),
+    # ... and its first consonant is the one before the vowel: "scream" ends in a vowel
+    # pair before its m, so it takes no e
+    ("screaming", "scream"),
+    # step 1b takes -ed or -ing, never both: "unhinged" keeps the -ing left after its -ed
+    ("unhinged", "unhing"),
 ]
 
 
