@@ -642,3 +642,30 @@ def test_a_word_before_a_value_does_not_qualify_the_word_after_it() -> None:
         0.65, 0.0, Policy(),
     )
     assert s.verdict is Verdict.NONE and s.contrast == "berlin/madrid office"
+
+
+def test_two_values_of_one_type_are_masked_where_each_stands() -> None:
+    # each value is blanked to its own length, so the second time of the type is masked
+    # where it is and none of its digits is read again as a number
+    r = read("user: The meeting moved from 9:00 AM to 10:30 AM.")
+    assert dict(r.values) == {"time": frozenset({"9:00 am", "10:30 am"})}
+
+
+def test_a_function_word_qualifies_nothing() -> None:
+    # "the budget" and "our budget" are one budget: a function word before a word is no
+    # qualifier that tells two things apart
+    s = judge(read("user: Our budget is $5,000 now."), read("user: The budget is $3,000."),
+              0.8, 0.0, Policy())
+    assert s.contrast is None and s.same_type == "money"
+
+
+def test_a_value_restated_counts_from_typed_similarity_inclusive_and_never_of_the_past() -> None:
+    p = Policy()
+    bar = p.updates.typed_similarity
+    new, old = read("user: My salary is $104,000."), read("user: My annual salary is $95,000.")
+    assert judge(new, old, bar, 0.0, p).verdict is Verdict.OUTDATES
+    assert judge(new, old, bar - 0.01, 0.0, p).verdict is Verdict.NONE
+    # a value told as past on either side is what was, not a newer version of it
+    was = read("user: My salary was $104,000.")
+    assert was.past and not old.past
+    assert judge(was, old, 0.9, 0.0, p).verdict is Verdict.NONE
