@@ -16,10 +16,12 @@ import pytest
 
 from reverie.core import ManualClock, vector_sync
 from reverie.core.engine import MemoryEngine, Observation
+from reverie.core.erasure import CONTEXT_KEY
 from reverie.core.models import Kind, Memory, Status, Tier
 from reverie.core.policy import Policy
 from reverie.core.ports import Vector, VectorHit, WriteBatch
-from reverie.core.version_links import cosines
+from reverie.core.updates import read
+from reverie.core.version_links import _RECENT_NAMESPACES, cosines
 from reverie.core.writing import UPDATE_KEY
 from tests.fakes import BagOfWordsEmbedder, InMemoryStore, InMemoryVectorIndex
 from tests.unit.conftest import T0, make_engine
@@ -163,6 +165,15 @@ def test_an_old_statement_without_a_typed_value_can_be_updated() -> None:
     )
     why = _why(e, new)
     assert why is not None and why["of"] == old.id and why["verdict"] == "outdates"
+    # three content words of its own are a statement, not an intro that names a subject
+    e = make_engine()
+    old, new = _say(
+        e, "user: I drive to work daily.", 60 * 24,
+        "user: Heads up, from now on I go to work by bus daily.",
+    )
+    assert len(read(old.text).words) == 3
+    why = _why(e, new)
+    assert why is not None and why["of"] == old.id
     # and one that states a value in a word or two ("Rent: $1,200.")
     e = make_engine()
     old, new = _say(e, "user: Rent: $1,200.", 60 * 24, "user: Rent went up to $1,400 now.")
@@ -526,7 +537,8 @@ def test_a_restated_value_exactly_typed_similarity_near_is_a_version() -> None:
 
 
 def test_an_indexed_turn_exactly_min_similarity_near_is_a_candidate() -> None:
-    # the index's answer is kept from min_similarity on, inclusive, in the bulk path too
+    # the index's answer is kept from min_similarity on, inclusive: in the bulk path and
+    # in the search a keyed item's own words start (`near` asking the index itself)
     e = make_engine()
     old = e.observe(OLD)
     e.flush()
@@ -537,9 +549,40 @@ def test_an_indexed_turn_exactly_min_similarity_near_is_a_candidate() -> None:
     assert hit.id == old.id
     e.policy = e.policy.replace(min_similarity=hit.similarity)
     e._writes.versions.forget_recent()  # found through the index alone, not a recent turn
+    vec = e._ctx.embed([update])[0]
+    assert e._writes.versions.near("default", vec, [], ()) == {old.id: hit.similarity}
     (new,) = e.observe_many([update])
     why = _why(e, new)
     assert why is not None and why["of"] == old.id
+
+
+def test_a_reply_is_indexed_with_the_question_just_before_it_not_an_earlier_turn() -> None:
+    # the turn just before the reply is the question it answers; the turns before that
+    # are not (the reply's record names the question its vector carries)
+    e = make_engine()
+    _first, question, reply = _say(
+        e, "Mel: I went hiking on Sunday.", 1, "Caroline: Did you go camping too?", 1,
+        "Mel: Yes, with the kids!",
+    )
+    assert e.get(reply.id).metadata.get(CONTEXT_KEY) == {"of": question.id}
+
+
+def test_the_recent_turns_of_as_many_namespaces_as_kept_are_all_kept() -> None:
+    # the recent turns of the 1,024 namespaces used last are kept; only a namespace
+    # beyond that many drops the one used least recently
+    e = make_engine()
+    versions = e._writes.versions
+    for n in range(_RECENT_NAMESPACES):
+        e.observe(f"user: Note number {n} for the log.", namespace=f"ns{n}")
+    assert versions.last("ns0") is not None
+    e.observe("user: One namespace more.", namespace="one-more")
+    assert versions.last("ns0") is None and versions.last("ns1") is not None
+
+
+def test_cosines_divide_by_both_lengths() -> None:
+    # vectors an embedder did not normalise: the cosine is still the angle's
+    assert cosines([2.0, 0.0], [[3.0, 0.0], [0.0, 5.0]]) == pytest.approx([1.0, 0.0])
+    assert cosines([3.0, 4.0], [[6.0, 8.0]]) == pytest.approx([1.0])
 
 
 @pytest.mark.parametrize("bulk", [False, True])
@@ -570,3 +613,26 @@ def test_a_turn_about_someone_else_lends_no_subject_to_the_speakers_own_update(
     assert mine is not None and mine["context"] > 0
     theirs = update_after("user: My neighbour got a pay rise.")
     assert theirs is None or theirs["context"] == 0
+
+
+def test_a_retired_version_with_no_current_one_left_does_not_end_the_search() -> None:
+    # "a-retired" is judged first (ids in order) and read as a version, but the memory
+    # that replaced it is gone, so it leads to no current version: the search goes on to
+    # "b-current", the fact's current version
+    e = make_engine()
+    text = "user: I live in Berlin, close to the big park by the river"
+    olds = [
+        Memory(
+            id="a-retired", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+            text="user: I live in Porto, close to the big park by the river", created_at=T0,
+            status=Status.SUPERSEDED, superseded_by="gone", valid_to=T0 + timedelta(hours=1),
+        ),
+        Memory(
+            id="b-current", namespace="default", kind=Kind.EPISODIC, tier=Tier.TRACE,
+            text=text, created_at=T0 + timedelta(hours=1),
+        ),
+    ]
+    _stored_days_ago(e, olds, 40)
+    new = e.observe("user: Actually I live in Lisbon now, close to the big park by the river")
+    why = _why(e, new)
+    assert why is not None and why["of"] == "b-current"
