@@ -226,6 +226,10 @@ _DIGIT = re.compile(r"\d")
 # A part of the day qualifies more often than it states ("every morning", "my morning
 # coffee", "game night"): masked as a value, never the value that changed.
 _WEAK_TYPES = frozenset(["daypart"])
+# A colour describes more often than it is the fact ("a flat white", "green tea", "my red
+# Tesla"): an older text's colour left unnamed by a change is no sign that the change
+# speaks of something else. A colour for a colour is still a value replaced.
+_DESCRIBING = _WEAK_TYPES | {"colour"}
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
 # A name starts with a capital, or with one lower-case letter before one ("iPhone 15",
 # "eBay"), which no sentence start explains.
@@ -731,7 +735,7 @@ def answers_alike(
                 and old.words - new.words):
             return None
         again = new.values.get("name", frozenset()) & old.values.get("name", frozenset())
-        if again or any(k not in _WEAK_TYPES for k in old.values if k not in new.values):
+        if again or any(k not in _DESCRIBING for k in old.values if k not in new.values):
             return None  # the same named thing again, or a typed value left unreplaced
         kind = "words"
     if _contrast(new, old, new.strong_cue) is not None:
@@ -852,7 +856,7 @@ def judge(
     # Not when a change word stands before the very subject the older text's value
     # follows ("My new gym schedule is every evening at 7." after "... my gym schedule is
     # lunchtimes on weekdays"): that subject now takes a value of another shape.
-    old_typed = [k for k in old.values if k not in _WEAK_TYPES]
+    old_typed = [k for k in old.values if k not in _DESCRIBING]
     restyled = new.cue and bool(new.subject) and new.subject == old.subject
     if same_type is None and contrast is None and not restyled:
         kept = [k for k in old_typed if k not in new.values]

@@ -669,3 +669,26 @@ def test_a_value_restated_counts_from_typed_similarity_inclusive_and_never_of_th
     was = read("user: My salary was $104,000.")
     assert was.past and not old.past
     assert judge(was, old, 0.9, 0.0, p).verdict is Verdict.NONE
+
+
+def test_an_older_texts_colour_does_not_set_a_change_apart() -> None:
+    # "a flat white" names a colour word, yet the colour only describes: a change of the
+    # order that names no colour still speaks of the same order
+    s = judge(
+        read("user: Going forward, from now on my usual order at the cafe is a macchiato."),
+        read("user: At the cafe I always order a flat white."),
+        0.45, 0.0, Policy(),
+    )
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+    # ... and at recall the two answer the question alike
+    asked = read("What do I always order at the cafe?").words
+    new = read("user: These days it's a cold brew for my usual order at the cafe.")
+    assert answers_alike(new, read("user: At the cafe I always order a flat white."),
+                         asked, Policy()) == "words"
+    # a typed value of another kind left unnamed still does ("The food bank moved ...")
+    s = judge(
+        read("user: Heads up, the food bank moved to a warehouse."),
+        read("user: I volunteer at the food bank on Wednesdays."),
+        0.6, 0.0, Policy(),
+    )
+    assert s.contrast == "no new date" and s.verdict is Verdict.NONE
