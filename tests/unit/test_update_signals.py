@@ -692,3 +692,41 @@ def test_an_older_texts_colour_does_not_set_a_change_apart() -> None:
         0.6, 0.0, Policy(),
     )
     assert s.contrast == "no new date" and s.verdict is Verdict.NONE
+
+
+def test_a_name_called_out_mid_text_is_who_is_spoken_to() -> None:
+    # "Mel!" followed by more text is a call, like "Mel!" at the end
+    assert "name" not in read("user: Good luck Mel! See you soon.").values
+
+
+def test_the_runs_between_values_start_at_the_texts_first_word() -> None:
+    assert read("user: Travel budget is $3,000.").phrases == (("travel", "budget", "is"),)
+
+
+def test_a_word_before_the_newer_texts_value_qualifies_nothing_either() -> None:
+    # the newer text's runs are read as the older one's are: "booked 6 interviews" holds
+    # no "booked interviews" to set it apart from "total interviews"
+    s = judge(read("user: I've booked 6 interviews now."),
+              read("user: My total interviews count is 3."), 0.7, 0.0, Policy())
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+
+
+def test_a_value_named_only_to_negate_it_replaces_nothing() -> None:
+    # "no longer $1,200" repeats the old amount and states no new one
+    r = read("user: My rent is no longer $1,200.")
+    assert r.strong_cue
+    assert judge(r, read("user: My rent is $1,200."), 0.8, 0.0, Policy()).same_type is None
+
+
+def test_a_newer_text_with_no_words_of_its_own_answers_nothing_new() -> None:
+    asked = read("What coffee do I drink?").words
+    assert answers_alike(read("user: I drink coffee."),
+                         read("user: I drink coffee with oat milk."), asked, Policy()) is None
+
+
+def test_without_a_change_word_an_older_texts_typed_value_left_unnamed_sets_a_text_apart() -> None:
+    # neither names a subject before a value, and no change word says the subject took a
+    # value of another shape: the food bank's place is not the day one volunteers
+    s = judge(read("user: The food bank is in a warehouse."),
+              read("user: Wednesdays I volunteer at the food bank."), 0.7, 0.0, Policy())
+    assert s.contrast == "no new date" and s.verdict is Verdict.NONE
