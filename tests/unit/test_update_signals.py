@@ -730,3 +730,13 @@ def test_without_a_change_word_an_older_texts_typed_value_left_unnamed_sets_a_te
     s = judge(read("user: The food bank is in a warehouse."),
               read("user: Wednesdays I volunteer at the food bank."), 0.7, 0.0, Policy())
     assert s.contrast == "no new date" and s.verdict is Verdict.NONE
+
+
+def test_a_preference_restated_with_a_change_word_is_held_to_cue_only_score() -> None:
+    # with no bonus for the change word or the shared words, the score is the cosine:
+    # 0.55 clears cue_only_score (0.5), the bar of a change told with a change word, though
+    # not outdate_score (0.6), the bar of a preference restated without one
+    p = Policy().replace(cue_bonus=0.0, strong_cue_bonus=0.0, shared_word_bonus=0.0)
+    s = judge(read("user: Actually my favourite food is falafel now."),
+              read("user: My favourite food is dumplings."), 0.55, 0.0, p)
+    assert s.score == pytest.approx(0.55) and s.verdict is Verdict.OUTDATES
