@@ -127,24 +127,25 @@ def _label(prefix: str) -> bool:
     return any(w[0].islower() and w not in _NAME_PARTICLES for w in rest)
 
 
+def _speaker_prefix(text: str) -> re.Match[str] | None:
+    """The "Name: " prefix that says who spoke, if the text opens with one (a label is
+    no speaker)."""
+    m = _SPEAKER.match(text)
+    return None if m is None or _label(m.group(0).rstrip(": \t")) else m
+
+
 def strip_speaker(text: str) -> str:
     """'user: ok thanks' is judged by what was said, not by who said it; 'Remember: ...',
     'Note: ...' and 'Heads up: ...' are not speakers."""
     t = text.strip()
-    m = _SPEAKER.match(t)
-    if m is None or _label(m.group(0).rstrip(": \t")):
-        return t
-    return t[m.end() :]
+    m = _speaker_prefix(t)
+    return t if m is None else t[m.end() :]
 
 
 def speaker_name(text: str) -> str | None:
     """Who a speaker prefix names ("Caroline: ..." -> "caroline"), lower-cased, if any."""
-    t = text.strip()
-    m = _SPEAKER.match(t)
-    if m is None:
-        return None
-    prefix = m.group(0).rstrip(": \t")
-    return None if _label(prefix) else prefix.casefold()
+    m = _speaker_prefix(text.strip())
+    return None if m is None else m.group(0).rstrip(": \t").casefold()
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w-]*")

@@ -598,8 +598,8 @@ def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
     if replaced:  # "switched to almond milk": the qualifier is the value that changed
         return None
     new_set, old_set = set(new.sequence), set(old.sequence)
-    before_new = _qualifiers(new.phrases or (new.sequence,))
-    before_old = _qualifiers(old.phrases or (old.sequence,))
+    before_new = _qualifiers(new.phrases)
+    before_old = _qualifiers(old.phrases)
     for head, q_new in before_new.items():
         q_old = before_old.get(head)
         if q_old is None:
