@@ -296,6 +296,9 @@ class Reading:
     cue_words: frozenset[str] = frozenset()
     # the runs of `sequence` between its typed values (`_qualifiers` reads them)
     phrases: tuple[tuple[str, ...], ...] = ()
+    # its subject is the user's own named thing ("my car is ...", "our flat is ..."):
+    # it says itself what it is about
+    owned: bool = False
 
 
 # A number right after a word that is neither a verb's complement nor a preposition
@@ -445,7 +448,22 @@ def read(text: str) -> Reading:
         content(lead[:-1]), _PAST.search(body, lower) is not None, _labels(body, lower),
         content(_words(told.group(0).casefold())) & _CUE_VOCABULARY if told else frozenset(),
         _phrases(low, cuts) if cuts else (seq,),
+        _owned(lead[:-1]),
     )
+
+
+_POSSESSIVE = frozenset({"my", "our"})
+# words after "my" that name no thing of the user's: "my new one is ...", "my pick is ..."
+_NO_THING = frozenset({"one", "ones", "pick", "choice", "answer", "vote", "decision"})
+
+
+def _owned(lead: Sequence[str]) -> bool:
+    """Does a possessive stand before a word that names the thing ("FYI my car is")?"""
+    for i, w in enumerate(lead[:-1]):
+        if w in _POSSESSIVE:
+            rest = [x for x in lead[i + 1 :] if x not in STOP_WORDS and x not in _NOISE_WORDS]
+            return bool(rest) and not any(x in _NO_THING for x in rest)
+    return False
 
 
 def _phrases(low: str, cuts: list[tuple[int, int]]) -> tuple[tuple[str, ...], ...]:
@@ -821,6 +839,9 @@ def judge(
         and len(new.subject) <= p.elliptical_subject_words
         and len(new.sequence) <= p.elliptical_max_words
         and (same_type is not None or (new.cue and not typed))
+        # an update that names its own thing ("FYI my car is a Nissan Leaf") borrows no
+        # subject for an older text that does not speak of that thing
+        and not (new.owned and not new.subject <= old.words)
     )
     base = max(similarity, context if elliptical else 0.0)
     score = (

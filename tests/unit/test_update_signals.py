@@ -393,6 +393,25 @@ def test_an_object_pronoun_or_until_does_not_make_an_elliptical_update_name_a_su
     assert s.context == 0.7 and s.same_type == "date" and s.verdict is Verdict.OUTDATES
 
 
+def test_an_update_naming_its_own_thing_borrows_no_subject_for_another_thing() -> None:
+    # "FYI my car is a Nissan Leaf." said a few turns after an unrelated short turn
+    # whose likeness to "My new GP is Dr. Alvarez." is 0.36: the car is not the GP
+    new = read("user: FYI my car is a Nissan Leaf.")
+    assert new.owned and new.subject == {"car"}
+    s = judge(new, read("user: My new GP is Dr. Alvarez."), 0.15, 0.36, Policy())
+    assert s.context == 0.0 and s.verdict is Verdict.NONE
+    # the same update after an intro about the car takes the intro's likeness to an
+    # older text that speaks of the car
+    s = judge(new, read("user: My car is a Honda Civic, bought used."), 0.2, 0.7, Policy())
+    assert s.context == 0.7 and s.verdict is Verdict.OUTDATES
+    # "my new one", "my pick": a possessive before no thing of its own names nothing
+    assert not read("user: My new one is a Kia Niro.").owned
+    assert not read("user: My pick is Lisbon.").owned
+    s = judge(read("user: My pick is Lisbon."), read("user: Our apartment is in Porto."),
+              0.2, 0.7, Policy())
+    assert s.context == 0.7 and s.verdict is Verdict.OUTDATES
+
+
 _CASE_WORDS = [
     "Hey", "MOVED", "to", "Berlin", "Now", "it's", "$5K", "5k", "10:30", "PM", "May", "20th",
     "TUESDAYS", "v2.3", "Red", "no", "LONGER", "Actually", ",", ".", "!", "project", "7",
