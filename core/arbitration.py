@@ -161,6 +161,52 @@ def implicit_links(
     return out
 
 
+def join_links(
+    links: dict[str, set[str]],
+    implicit: Mapping[str, set[str]],
+    vectors: Mapping[str, Vector],
+) -> None:
+    """Add the links found at recall (`implicit_links`: newer id -> older ids) to the
+    links written on write (`links`, either way), the likest pair first, never joining two
+    groups of versions the write path built: it saw each with its context and made them
+    versions of two things, and a join would place the newest of either above the other's
+    versions. A hit that belongs to no group joins the first group its likest link
+    reaches; a later link that would carry that group into another is left out ("My pet
+    is a husky named Storm" is the pets' newest; "Actually, my home city is Denver" then
+    joins it to nothing, though it reads as a change of something near it)."""
+    parent: dict[str, str] = {}
+
+    def root(i: str) -> str:
+        while parent.get(i, i) != i:
+            i = parent[i]
+        return i
+
+    for a, bs in links.items():  # the groups written on write
+        for b in bs:
+            ra, rb = root(a), root(b)
+            if ra != rb:
+                parent[ra] = rb
+    built = {root(i) for i, bs in links.items() if bs}
+    pairs = [(n, o) for n, olders in implicit.items() for o in olders]
+
+    def likeness(pair: tuple[str, str]) -> float:
+        a, b = pair
+        if a not in vectors or b not in vectors:
+            return 0.0
+        return float(_unit(vectors[a]) @ _unit(vectors[b]))
+
+    for newer, older in sorted(pairs, key=lambda p: (-likeness(p), p)):
+        ra, rb = root(newer), root(older)
+        if ra != rb:
+            if ra in built and rb in built:
+                continue
+            parent[ra] = rb
+            if ra in built:
+                built.add(rb)
+        links.setdefault(newer, set()).add(older)
+        links.setdefault(older, set()).add(newer)
+
+
 def _unit(v: Vector) -> Vector:
     """The vector at unit length (a zero vector stays zero): one norm per hit, so each
     pair's cosine is one dot product."""

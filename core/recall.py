@@ -25,6 +25,7 @@ from .arbitration import (
     arbitrate,
     asks_about_past,
     implicit_links,
+    join_links,
     replies_below,
     version_links,
 )
@@ -512,12 +513,7 @@ class RecallPath:
         top = ranked[: req.k]
         vectors = self._top_vectors(ns, [r.memory.id for r in top], side)
         stored = frozenset(i for i, v in links.items() if v)
-        for newer, older in implicit_links(top, vectors, policy, req.query, stored).items():
-            for o in older:
-                if newer in stored and o in stored:
-                    continue
-                links.setdefault(newer, set()).add(o)
-                links.setdefault(o, set()).add(newer)
+        join_links(links, implicit_links(top, vectors, policy, req.query, stored), vectors)
         if not any(i in links for i in olders):
             return Arbitration(ranked, {})
         return arbitrate(ranked, olders, known, links, req.when, policy, req.admit,

@@ -896,6 +896,37 @@ def test_a_turn_linked_to_nothing_takes_over_a_written_chain_only_when_near_it()
     assert links(0.26, 0.19, frozenset({"old", "cat"})) == {"cat": {"old"}}
 
 
+def test_links_found_at_recall_never_carry_one_written_group_into_another() -> None:
+    # written on write: the pets (p2 newer than p1) and the cities (c2 newer than c1)
+    def written() -> dict[str, set[str]]:
+        return {"p1": {"p2"}, "p2": {"p1"}, "c1": {"c2"}, "c2": {"c1"}}
+
+    def joined(implicit: dict[str, set[str]], vectors: dict[str, Any]) -> dict[str, set[str]]:
+        links = written()
+        arbitration.join_links(links, implicit, vectors)
+        return links
+
+    near_pets = {"h": _vec(1, 0), "p2": _vec(0.8, 0.6), "c2": _vec(0.3, 0.9539)}
+    # a hit in no group, read as newer than both: it joins the group it is likest to
+    # (cosine 0.8 to the pets, 0.3 to the cities), and the other link is left out
+    links = joined({"h": {"p2", "c2"}}, near_pets)
+    assert links["h"] == {"p2"} and links["c2"] == {"c1"}
+    near_cities = {"h": _vec(1, 0), "p2": _vec(0.3, 0.9539), "c2": _vec(0.8, 0.6)}
+    links = joined({"h": {"p2", "c2"}}, near_cities)
+    assert links["h"] == {"c2"} and links["p2"] == {"p1"}
+    # the same through two links in two entries: a city update read as newer than the
+    # pets' newest hit carries nothing once that hit joined the pets
+    vectors = {"h": _vec(1, 0), "p2": _vec(0.8, 0.6), "c3": _vec(0.5, 0.866)}
+    links = {"p1": {"p2"}, "p2": {"p1"}, "c1": {"c3"}, "c3": {"c1"}}
+    arbitration.join_links(links, {"h": {"p2"}, "c3": {"h"}}, vectors)
+    assert links["h"] == {"p2"} and links["c3"] == {"c1"}
+    # two written groups are never joined directly
+    assert joined({"c2": {"p2"}}, near_pets) == written()
+    # a link inside one group, and links among hits in no group, are kept
+    links = joined({"p2": {"p1"}, "x": {"y"}, "y": {"p1"}}, {})
+    assert links["x"] == {"y"} and links["y"] == {"x", "p1"} and "y" in links["p1"]
+
+
 def test_plain_word_answers_are_linked_when_a_change_word_or_two_preferences_say_so() -> None:
     def linked(old_text: str, new_text: str, q: str) -> bool:
         old = _said("old", 0, old_text)
