@@ -920,6 +920,11 @@ def test_links_found_at_recall_never_carry_one_written_group_into_another() -> N
     links = {"p1": {"p2"}, "p2": {"p1"}, "c1": {"c3"}, "c3": {"c1"}}
     arbitration.join_links(links, {"h": {"p2"}, "c3": {"h"}}, vectors)
     assert links["h"] == {"p2"} and links["c3"] == {"c1"}
+    # and the other way round: the city's newest version read as newer than a hit in no
+    # group takes that hit into the cities first (cosine 0.9), so it joins no pet (0.19)
+    vectors = {"c2": _vec(1, 0), "h": _vec(0.9, 0.4359), "p2": _vec(0.6, -0.8)}
+    links = joined({"c2": {"h"}, "h": {"p2"}}, vectors)
+    assert links["h"] == {"c2"} and links["p2"] == {"p1"}
     # two written groups are never joined directly
     assert joined({"c2": {"p2"}}, near_pets) == written()
     # a link inside one group, and links among hits in no group, are kept
