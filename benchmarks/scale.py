@@ -22,8 +22,7 @@ Run: python benchmarks/scale.py [--sizes 10000 100000] [--queries 200] [--homes 
 (`--homes DIR --reopen` measures the open times again on the engines a run kept, and
 `--homes DIR --remeasure --sizes N` recall, `maintenance_due()` and the raw add;
 `--sizes 300000 --add` measures a long size in a run of its own and adds it to the rows
-already in the output; `--homes DIR --compact --sizes N` measures recall before and after
-`reverie purge` on a kept store).
+already in the output).
 """
 
 from __future__ import annotations
@@ -228,70 +227,6 @@ def remeasure(size: int, home: Path, n_queries: int) -> dict[str, Any]:
     row = measured_row(engine, engine.vectors.collection(NS), emb, size, 1.0, n_queries)
     return {k: v for k, v in row.items()
             if k not in ("ingest_per_s", "ingest_s", "build_peak_rss_mib")}
-
-
-def compact(home: Path) -> dict[str, Any]:
-    """`reverie purge` on a kept store: its SQLite file vacuumed, the lexical postings laid
-    out in term order first (what a long-lived store is given from time to time)."""
-    from reverie.integrations import open_engine
-
-    engine = open_engine(home, embedder=HashEmbedder())
-    t0 = time.perf_counter()
-    done = engine.purge_residue(namespace=NS, compact=True)
-    took = time.perf_counter() - t0
-    engine.close()
-    return {"compact_s": took, "compact_peak_rss_mib": peak_rss_mib(),
-            "postings_ordered": done.get("postings_ordered")}
-
-
-GROWN = ("drained_p50_ms", "drained_p95_ms", "back_to_back_p50_ms", "back_to_back_p95_ms",
-         "no_reinforce_p50_ms", "no_reinforce_p95_ms", "raw_p50_ms", "raw_p95_ms")
-
-
-def compacted(row: dict[str, Any], home: Path, n_queries: int) -> None:
-    """Recall on the store as it grew, then compaction, then recall again: each recall
-    measurement interleaved with raw Chroma's query in its own process."""
-    size = row["memories"]
-    grown = run_worker("remeasure", size, home, n_queries)
-    row["grown"] = {k: grown[k] for k in GROWN}
-    row["grown"]["sqlite_bytes_per_memory"] = sum(
-        p.stat().st_size for p in home.glob("memory.db*")) / size
-    row.update(run_worker("compact", size, home, n_queries))
-    row.update(run_worker("remeasure", size, home, n_queries))
-    row["bytes_per_memory"] = disk_bytes(home) / size
-    row["sqlite_bytes_per_memory"] = sum(
-        p.stat().st_size for p in home.glob("memory.db*")) / size
-    row["recall_remeasured"] = True
-    for mode in ("no_reinforce", "drained", "back_to_back"):
-        row[f"ratio_{mode}_p50"] = row[f"{mode}_p50_ms"] / row["raw_p50_ms"]
-
-
-def compaction_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Recall before and after `reverie purge`, for the rows measured both ways."""
-    done = [r for r in rows if "grown" in r]
-    if not done:
-        return []
-    lines = [
-        "", "Compaction (`reverie purge`: the lexical postings numbered in term order, then "
-        "the SQLite file vacuumed), measured by `--compact` on the kept stores: recall "
-        "(drained) as the store grew, the compaction's time, and recall after it; each "
-        "recall measurement in its own process, interleaved with raw Chroma's query. The "
-        "main table's recall, ratio and bytes columns for these sizes are after "
-        "compaction.", "",
-        "| memories | as grown: recall p50 / p95 ms (raw Chroma) | compaction s | "
-        "compacted: recall p50 / p95 ms (raw Chroma) | SQLite bytes/memory before / after |",
-        "|---|---|---|---|---|",
-    ]
-    for r in done:
-        g = r["grown"]
-        lines.append(
-            f"| {r['memories']:,} | {g['drained_p50_ms']:.2f} / {g['drained_p95_ms']:.2f} "
-            f"({g['raw_p50_ms']:.2f} / {g['raw_p95_ms']:.2f}) | {r['compact_s']:.1f} | "
-            f"{r['drained_p50_ms']:.2f} / {r['drained_p95_ms']:.2f} "
-            f"({r['raw_p50_ms']:.2f} / {r['raw_p95_ms']:.2f}) | "
-            f"{g['sqlite_bytes_per_memory']:,.0f} / {r['sqlite_bytes_per_memory']:,.0f} |"
-        )
-    return lines
 
 
 def open_first(home: Path) -> dict[str, Any]:
@@ -516,7 +451,6 @@ def render(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                 f"{r[f'{m}_p95_ms']:.2f} | {r[f'{m}_p50_ms'] / r['raw_p50_ms']:.2f}x, "
                 f"{r[f'{m}_p95_ms'] / r['raw_p95_ms']:.2f}x | {cpu_ms} | {cpu_x} |"
             )
-    lines += compaction_lines(rows)
     lines += growth_lines(meta, UNITS)
     return "\n".join(lines) + "\n"
 
@@ -551,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--extrapolate-to", type=int, default=1_000_000)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    ap.add_argument("--worker", choices=["build", "open", "raw_open", "remeasure", "compact"])
+    ap.add_argument("--worker", choices=["build", "open", "raw_open", "remeasure"])
     ap.add_argument("--size", type=int)
     ap.add_argument("--home", type=Path)
     ap.add_argument("--homes", type=Path, help="keep each size's engine here (n<size>/)")
@@ -565,16 +499,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="re-measure recall, maintenance_due() and the raw add on the homes "
                     "kept in --homes for --sizes (a store too long to build again), "
                     "keeping each build's ingest figures")
-    ap.add_argument("--compact", action="store_true",
-                    help="on the homes kept in --homes for --sizes: recall as grown, then "
-                    "`reverie purge` (compaction) timed, then recall again")
     args = ap.parse_args(argv)
     if args.worker:
         fn = {"build": lambda: build(args.size, args.home, args.queries),
               "open": lambda: open_first(args.home),
               "raw_open": lambda: raw_open_first(args.home),
-              "remeasure": lambda: remeasure(args.size, args.home, args.queries),
-              "compact": lambda: compact(args.home)}[args.worker]
+              "remeasure": lambda: remeasure(args.size, args.home, args.queries)}[args.worker]
         print(json.dumps(fn()))
         return
     load_start = os.getloadavg()[0]
@@ -582,12 +512,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         assert args.homes is not None, "--reopen needs --homes"
         rows = json.loads((args.out / "scale.json").read_text())["rows"]
         reopen(rows, args.homes, args.queries)
-    elif args.compact:
-        assert args.homes is not None, "--compact needs --homes"
-        rows = json.loads((args.out / "scale.json").read_text())["rows"]
-        for row in rows:
-            if row["memories"] in args.sizes:
-                compacted(row, args.homes / f"n{row['memories']}", args.queries)
     elif args.remeasure:
         assert args.homes is not None, "--remeasure needs --homes"
         rows = json.loads((args.out / "scale.json").read_text())["rows"]
