@@ -217,34 +217,6 @@ class FullText:
             conn.execute("DELETE FROM lexical_terms WHERE num = ?", (num,))
             conn.execute("DELETE FROM namespace_ids WHERE name = ?", (ns,))
 
-    @staticmethod
-    def order(conn: sqlite3.Connection) -> int:
-        """Number the blocks of postings in (namespace, term, seq) order, so that the VACUUM
-        after it lays each term's blocks on consecutive pages; returns the blocks numbered.
-
-        A store grows its postings in the order memories arrive: a term's blocks are
-        written months apart and lie all over the file, and reading a frequent term then
-        walks pages scattered across it. On a million memories, the same postings in term
-        order were searched in 11.8 ms p95 against 16.2 ms as grown
-        (benchmarks/README.md, "Scale of the embedded default"). Ids are private to this
-        table (every write reads the ids it changes inside its own transaction), so they
-        may change."""
-        conn.execute(
-            "CREATE TEMP TABLE ordered_postings AS SELECT num, term, first_seq, last_seq, n, "
-            "seqs, tfs, lens FROM lexical_postings ORDER BY num, term, first_seq"
-        )
-        try:
-            conn.execute("DELETE FROM lexical_postings")
-            # no AUTOINCREMENT: with the table empty, the ids start again at 1
-            cur = conn.execute(
-                "INSERT INTO lexical_postings (num, term, first_seq, last_seq, n, seqs, tfs, "
-                "lens) SELECT num, term, first_seq, last_seq, n, seqs, tfs, lens "
-                "FROM temp.ordered_postings ORDER BY rowid"
-            )
-            return int(cur.rowcount)
-        finally:
-            conn.execute("DROP TABLE temp.ordered_postings")
-
     def flush(self, conn: sqlite3.Connection) -> None:
         """Apply the transaction's pending changes (just before it commits)."""
         counts: list[tuple[int, str, int, int, int | None, int | None]] = []

@@ -624,13 +624,10 @@ class SQLiteStore:
         checkpointed and truncated, so no copy of a deleted row's page stays in
         `<file>-wal`; `secure_delete` already zeroed the freed bytes of the main file.
         `compact` also runs VACUUM (a defragmented file; a file made before pages were
-        freed this way takes the mode then), after numbering the lexical postings in term
-        order, so the VACUUM lays each term's blocks side by side (`FullText.order`)."""
+        freed this way takes the mode then)."""
         freed = self._db.free_pages()
         done: dict[str, Any] = {"store": "sqlite", "pages_freed": freed, **self._db.checkpoint()}
         if compact:
-            with self._write() as conn:
-                done["postings_ordered"] = self._text.order(conn)
             self._db.vacuum()
             done.update({"vacuumed": True, **self._db.checkpoint()})
         return done
