@@ -293,7 +293,9 @@ def _answered_by(turns: Iterable[Memory]) -> Callable[[Memory], Memory | None]:
     return answered
 
 
-def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitration:
+def replies_below(
+    ranked: list[Ranked], window: int, policy: Policy, query: str = ""
+) -> Arbitration:
     """An assistant's reply that states nothing of its own ranks below the user's
     statement it replies to.
 
@@ -303,7 +305,10 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
     a reply is worth at most what it replies to: the latest user statement among the
     ranked hits said at most `context_seconds` before it. A reply to a question is left
     alone (it is the answer), and so is one that names a value the statement does not
-    hold, or is longer than a statement (`max_words`): it says something itself. Only
+    hold, or is longer than a statement (`max_words`): it says something itself. A value
+    the question names is not one of its own: "Okay, the Boston flight is noted." after
+    "Rebooked, boarding pass says Wednesday at 2:05 PM." tells nothing that "What time is
+    my trip to Boston?" does not already hold. Only
     replies among the first `window` hits are looked at; a reply further down cannot
     enter them by ranking lower."""
     within = timedelta(seconds=policy.updates.context_seconds)
@@ -311,6 +316,7 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
     if not any(said_by_assistant[:window]) or all(said_by_assistant):
         return Arbitration(ranked, {})
     answered = _answered_by(r.memory for r in ranked)
+    asked = reading(query).values if query else {}
     by_id = {r.memory.id: r for r in ranked}
     capped: dict[str, Ranked] = {}
     notes: dict[str, str] = {}
@@ -327,7 +333,10 @@ def replies_below(ranked: list[Ranked], window: int, policy: Policy) -> Arbitrat
         said, reply = reading(prior.memory.text), reading(m.text)
         if said.question or len(reply.sequence) > policy.updates.max_words:
             continue
-        if any(vals - said.values.get(kind, frozenset()) for kind, vals in reply.values.items()):
+        if any(
+            vals - said.values.get(kind, frozenset()) - asked.get(kind, frozenset())
+            for kind, vals in reply.values.items()
+        ):
             continue
         capped[m.id] = Ranked(m, r.candidate, r.decay, prior.score - _ABOVE, r.speaker)
         notes[m.id] = _reply_note(prior.memory.id)

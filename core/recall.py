@@ -180,7 +180,7 @@ class RecallPath:
         candidates, ranked = self._neighbours(ns, ranked, candidates, memories, req)
         ranked = self._expand(ns, ranked, candidates, memories, req)
         settled = self._arbitrate(ns, ranked, candidates, memories, req, side)
-        replies = replies_below(settled.ranked, req.k, self.ctx.policy)
+        replies = replies_below(settled.ranked, req.k, self.ctx.policy, req.query)
         if replies.notes:
             settled = Arbitration(replies.ranked, replies.notes | settled.notes)
         hits = self._hits(

@@ -1068,6 +1068,22 @@ def test_a_reply_with_something_of_its_own_keeps_its_place() -> None:
     assert [r.memory.id for r in wide.ranked] == ["answer", "named", "ask", "said", "late"]
 
 
+def test_a_value_the_question_names_is_not_a_replys_own() -> None:
+    said = _said("said", 0, "user: Rebooked, boarding pass says Wednesday at 2:05 PM.")
+    ack = _said("ack", 2, "assistant: Okay, the Boston flight is noted. Want a reminder?")
+    ranked = [_hit(ack, 0.77), _hit(said, 0.19)]
+    # "Boston" is the reply's own beside the statement alone: it keeps its place
+    assert replies_below(ranked, 10, Policy()).ranked == ranked
+    assert replies_below(ranked, 10, Policy(), "What time is my flight?").ranked == ranked
+    # the question names Boston itself, so the reply tells it nothing new
+    out = replies_below(ranked, 10, Policy(), "What time is my trip to Boston?")
+    assert [r.memory.id for r in out.ranked] == ["said", "ack"]
+    # a value beyond the question's is still the reply's own
+    told = _said("ack", 2, "assistant: Okay, the Boston flight is at 9:10 PM now.")
+    ranked = [_hit(told, 0.77), _hit(said, 0.19)]
+    assert replies_below(ranked, 10, Policy(), "What time is my trip to Boston?").ranked == ranked
+
+
 def test_a_reply_longer_than_a_statement_keeps_its_place() -> None:
     said = _said("said", 0, "user: My vet is on Elm Street.")
     words = " ".join(["noted"] * 26)  # 26 words: longer than max_words (25)
