@@ -459,7 +459,7 @@ _NO_THING = frozenset({"one", "ones", "pick", "choice", "answer", "vote", "decis
 
 def _owned(lead: Sequence[str]) -> bool:
     """Does a possessive stand before a word that names the thing ("FYI my car is")?"""
-    for i, w in enumerate(lead[:-1]):
+    for i, w in enumerate(lead):
         if w in _POSSESSIVE:
             rest = [x for x in lead[i + 1 :] if x not in STOP_WORDS and x not in _NOISE_WORDS]
             return bool(rest) and not any(x in _NO_THING for x in rest)
