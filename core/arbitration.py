@@ -207,6 +207,28 @@ def join_links(
         links.setdefault(older, set()).add(newer)
 
 
+def introduces_only(m: Memory, policy: Policy) -> bool:
+    """Does `m` read as an intro a later update may have borrowed its subject from: a
+    user's short turn with no change word and no value but a name ("About the prod
+    runtime.", "About our pet.")? Only such a best hit sends recall looking for the
+    update it announced."""
+    if updates.is_assistant(m.text, m.metadata):
+        return False
+    r = reading(m.text)
+    return (
+        not r.cue and len(r.sequence) <= policy.updates.echo_words
+        and updates.introduces(r, policy)
+    )
+
+
+def intro_of(m: Memory) -> str | None:
+    """The intro turn an elliptical update borrowed its subject from, as the write path
+    recorded it."""
+    link = m.metadata.get(updates.UPDATE_KEY)
+    intro = link.get("intro") if isinstance(link, dict) else None
+    return intro if isinstance(intro, str) else None
+
+
 def _unit(v: Vector) -> Vector:
     """The vector at unit length (a zero vector stays zero): one norm per hit, so each
     pair's cosine is one dot product."""

@@ -54,7 +54,7 @@ def older_item(
     looked = versions.candidates(ns, turn, vec)
     if looked is None:
         return None
-    own, lent = looked
+    own, lent, _lenders = looked
     policy = versions.ctx.policy
     ids = (set(own) | {i for i, s in lent.items() if s >= policy.updates.min_similarity}) - {
         unit.id

@@ -25,6 +25,8 @@ from .arbitration import (
     arbitrate,
     asks_about_past,
     implicit_links,
+    intro_of,
+    introduces_only,
     join_links,
     replies_below,
     version_links,
@@ -178,6 +180,7 @@ class RecallPath:
             ns, req, qvec, dense, side, asked, context
         )
         candidates, ranked = self._neighbours(ns, ranked, candidates, memories, req)
+        candidates, ranked = self._introduced(ns, ranked, candidates, memories, req)
         ranked = self._expand(ns, ranked, candidates, memories, req)
         settled = self._arbitrate(ns, ranked, candidates, memories, req, side)
         replies = replies_below(settled.ranked, req.k, self.ctx.policy, req.query)
@@ -401,6 +404,52 @@ class RecallPath:
             lifted[i] = own.evolve(relevance=own.relevance + lent, context=own.context + lent)
         if not lifted:
             return candidates, ranked
+        placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
+        out = [r for r in ranked if r.memory.id not in lifted] + placed
+        out.sort(key=ranking_key)
+        return candidates | lifted, out
+
+    def _introduced(
+        self,
+        ns: str,
+        ranked: list[Ranked],
+        candidates: dict[str, Candidate],
+        memories: dict[str, Memory],
+        req: RecallRequest,
+    ) -> tuple[dict[str, Candidate], list[Ranked]]:
+        """The update an intro announced, in the intro's place: "About the prod runtime."
+        matches "What runtime is live?", and "Rolled out Python 3.14.", said a few turns
+        later, is the answer and shares no word with the question. The write path
+        recorded which intro lent the update its subject (`Signals.intro`); when the best
+        hit is such an intro, the update takes the intro's relevance, so it ranks with it
+        and, as a newer version, above the value it replaced."""
+        around = self.ctx.caps.written_around
+        turns = self.ctx.policy.updates.context_turns
+        if around is None or turns <= 0 or not ranked or req.past:
+            return candidates, ranked
+        best = ranked[0]
+        if not introduces_only(best.memory, self.ctx.policy):
+            return candidates, ranked
+        top = best.candidate.relevance
+        # an update borrows from the last `context_turns` user turns before it; the
+        # assistant's replies between them count among the turns written around
+        ids = [i for i in around(ns, best.memory.id, 2 * turns)
+               if i not in candidates or candidates[i].relevance < top]
+        unread = [i for i in ids if i not in memories]
+        if unread:
+            memories.update(self.ctx.read(ns, unread))
+        lifted: dict[str, Candidate] = {}
+        for i in ids:
+            m = memories.get(i)
+            if m is None or m.status is not Status.ACTIVE or intro_of(m) != best.memory.id:
+                continue
+            own = candidates.get(i) or Candidate(i, 0.0, 0.0, 0.0)
+            lent = top - own.relevance
+            lifted[i] = own.evolve(relevance=top, context=own.context + lent)
+        if not lifted:
+            return candidates, ranked
+        # the intro states nothing itself: it yields its place to what it announced
+        lifted[best.memory.id] = best.candidate.evolve(relevance=math.nextafter(top, 0.0))
         placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
         out = [r for r in ranked if r.memory.id not in lifted] + placed
         out.sort(key=ranking_key)

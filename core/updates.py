@@ -506,6 +506,9 @@ def _without_names(r: Reading, participants: frozenset[str]) -> Reading:
     return dataclasses.replace(r, values=values)
 
 
+UPDATE_KEY = "reverie_update"  # metadata of a newer version: which memory, and why
+
+
 def may_update(r: Reading, policy: Policy) -> bool:
     """Could this text be a newer version of anything on its own words (before any
     earlier text is looked up)? A change word, a preference, or a short statement that
@@ -551,6 +554,9 @@ class Signals:
     # the retired version these signals were read on, when the link goes to the version
     # that replaced it (the fact's current one)
     through: str | None = None
+    # the intro turn whose subject an elliptical update borrowed ("About the prod
+    # runtime." before "Rolled out Python 3.14."): recall reaches the update through it
+    intro: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -566,6 +572,8 @@ class Signals:
         }
         if self.through is not None:
             out["through"] = self.through
+        if self.intro is not None:
+            out["intro"] = self.intro
         return out
 
 

@@ -93,11 +93,12 @@ class VersionLinks:
 
     def candidates(
         self, ns: str, p: Turn, vec: Vector, chunk: ChunkSearch | None = None
-    ) -> tuple[dict[str, float], dict[str, float]] | None:
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, str]] | None:
         """The earlier traces this one may be a newer version of: by its own cosine, and by
-        the cosine of the intro turn just before it (for an elliptical update). Looked up
-        only when the judgement could link anything at all (a change word, a preference,
-        or an elliptical text after an intro turn), so a plain observe costs no query: the vector
+        the cosine of the intro turn just before it (for an elliptical update), with the
+        intro that lent each of the latter. Looked up only when the judgement could link
+        anything at all (a change word, a preference, or an elliptical text after an
+        intro turn), so a plain observe costs no query: the vector
         index's nearest (those indexed) and this engine's recent turns (their vectors may
         still wait in the write-behind queue). `chunk`: what a bulk ingest's chunk knows
         beside the index (`ChunkSearch`)."""
@@ -132,15 +133,17 @@ class VersionLinks:
         )
         own = self.near(ns, vec, recent, (), ask, floor, chunk, p.memory.id)
         lent: dict[str, float] = {}
+        lenders: dict[str, str] = {}
         skip = {c.memory.id for c in context}
         for c in context:
             # one intro may lend to several turns after it: asked once per chunk
             near = self.near(ns, c.vector, recent, skip, ask, floor, chunk, c.memory.id)
             for mid, sim in near.items():
-                lent[mid] = max(lent.get(mid, 0.0), sim)
+                if sim > lent.get(mid, 0.0):
+                    lent[mid], lenders[mid] = sim, c.memory.id
         if not own and not lent:
             return None
-        return own, lent
+        return own, lent, lenders
 
     def ask_ahead(self, ns: str, chunk: Sequence[tuple[Turn, Vector]]) -> ChunkSearch:
         """The index's answers a bulk ingest's chunk will ask for (`candidates`), asked
@@ -274,6 +277,7 @@ class VersionLinks:
         vec: Vector,
         neighbours: Mapping[str, float],
         lent: Mapping[str, float],
+        lenders: Mapping[str, str] | None = None,
     ) -> tuple[Memory, updates.Signals] | None:
         """The earlier trace this one is a newer version of, with the signals that say so
         (core/updates.py), or None. An assistant's words are never a newer version."""
@@ -317,6 +321,8 @@ class VersionLinks:
             )
             if signals.verdict is updates.Verdict.NONE:
                 continue
+            if signals.context > 0 and lenders and mid in lenders:
+                signals = dataclasses.replace(signals, intro=lenders[mid])
             if retired:
                 # an earlier value of a fact that has a newer one since: the new text
                 # speaks of that fact, so it is a version of the fact's current value.

@@ -41,10 +41,10 @@ from .models import (
 from .ports import Synthesizer, Vector, WriteBatch
 from .scoring import next_confidence, qualifies_as_crystal
 from .text import content_hash, extract_entities, initial_importance, strip_speaker
+from .updates import UPDATE_KEY
 from .version_links import ChunkSearch, Recent, VersionLinks
 
 _ENTITIES_LINKED = 8  # entities of a new memory that get entity edges
-UPDATE_KEY = "reverie_update"  # metadata of a newer version: which memory, and why
 SUPERSEDED_KEY = "reverie_superseded"  # metadata of a retired version: by which, and why
 
 

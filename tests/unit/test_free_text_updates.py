@@ -1180,3 +1180,35 @@ def test_a_change_told_under_a_label_is_a_version_whatever_the_label() -> None:
     new = e.observe("Quick update: my flight to Boston was moved to Sunday at 9:20 PM.")
     why = e.get(new.id).metadata.get(UPDATE_KEY)
     assert why is not None and why["of"] == old.id
+
+
+
+
+def test_an_intro_that_is_the_best_hit_gives_its_place_to_the_update_it_announced() -> None:
+    # "Raised to $81,000." shares no word with the question, nor does the older value,
+    # which ranks below turns of small talk; the intro the update borrowed its subject
+    # from is the best match, and the write path recorded which intro that was
+    e = make_engine()
+    old = e.observe("user: The hospital gives me $72,000 a year.")
+    for topic in ("a good book", "the best tea", "my favourite film", "a fun hobby",
+                  "my dog's name", "the weather", "my next trip", "a quick dinner"):
+        e.observe(f"user: I talked about {topic} with my friend.")
+    later(e, days=30)
+    intro = e.observe("user: About my pay at the hospital.")
+    e.observe("assistant: Sure, what changed?")
+    e.observe("user: How long should I boil eggs?")
+    new = e.observe("user: Raised to $81,000.")
+    assert e.get(new.id).metadata[UPDATE_KEY]["intro"] == intro.id
+    assert e.get(new.id).metadata[UPDATE_KEY]["of"] == old.id
+    later(e, days=1)
+    hits = e.recall("what is my pay", k=3, reinforce=False)
+    assert [h.id for h in hits][:2] == [new.id, intro.id]
+    # it takes the intro's relevance, lent as context
+    assert hits[0].explanation.relevance == pytest.approx(hits[1].explanation.relevance)
+    assert hits[0].explanation.context > 0.5
+    # a question about the past is answered by relevance alone
+    past = e.recall("what was my pay before", k=3, reinforce=False)
+    assert new.id not in [h.id for h in past][:1]
+    # an update that names its own subject borrowed from no intro
+    own = e.observe("user: Actually the hospital gives me $90,000 a year now.")
+    assert "intro" not in e.get(own.id).metadata[UPDATE_KEY]
