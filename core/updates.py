@@ -151,6 +151,22 @@ STRONG_CUE = _Folded(
     r"replaced|went with|upgraded|traded it in|relocated|migrated|swapped)\b"
 )
 
+# up to 40 characters of one clause ("Dr." and "$1,640" end none)
+_SPAN = r"(?:(?:dr|mr|mrs|ms|prof|st|mt)\.\s+|\d[.,](?=\d)|[^.;,!?]){1,40}?"
+_TITLES = frozenset(["dr", "mr", "mrs", "ms", "prof", "st", "mt"])
+# A change that names the value it replaced, to negate it: "my course is no longer
+# Dutch", "my diet isn't Mediterranean anymore", "switched from the bus to", "switched to
+# Catan instead of Monopoly". The older text it updates holds that value.
+_NEGATED = _Folded(
+    rf"\bno longer (?:(?:is|are|be|a|an|the)\s+)*({_SPAN})"
+    r"(?=\s*(?:[.;,!?]|$)|\s+(?:now|but|and|since|as)\b)"
+    rf"|\b(?:isn'?t|aren'?t|is not|are not)\s+({_SPAN})\s+any ?more\b"
+    r"|\b(?:switched|changed|moved|upgraded|swapped|migrated|relocated)\s+from\s+"
+    rf"({_SPAN})\s+to\b"
+    rf"|\binstead of\s+({_SPAN})(?=\s*(?:[.;,!?]|$)|\s+(?:now|but|and)\b)",
+    hints=("no longer", "more", "from", "instead of"),
+)
+
 # A past event ("the bowl I made was chipped", "we had a mocha") happens again with other
 # values; a restated value without a change word is a new version only in the present.
 _PAST = _Folded(r"\b(?:was|were|had|did)\b", hints=("was", "were", "had", "did"))
@@ -299,6 +315,11 @@ class Reading:
     # its subject is the user's own named thing ("my car is ...", "our flat is ..."):
     # it says itself what it is about
     owned: bool = False
+    # the words of the value a change names to negate it ("no longer Dutch", "isn't
+    # Mediterranean anymore", "instead of Monopoly"), as written and stemmed
+    negated: frozenset[str] = frozenset()
+    # ...and whether that value is a typed one (a name, a time, an amount)
+    negated_typed: bool = False
 
 
 # A number right after a word that is neither a verb's complement nor a preposition
@@ -436,6 +457,7 @@ def read(text: str) -> Reading:
     lead = _words(low[:first]) if first < len(body) else ()
     told = CUE.search(body, lower)
     cue = told is not None
+    negated, negated_typed = _negated(body, lower, values) if cue else (frozenset(), False)
     return Reading(
         {k: frozenset(v) for k, v in values.items()},
         # a name's words are no content words where the name stands, and are elsewhere:
@@ -449,6 +471,43 @@ def read(text: str) -> Reading:
         content(_words(told.group(0).casefold())) & _CUE_VOCABULARY if told else frozenset(),
         _phrases(low, cuts) if cuts else (seq,),
         _owned(lead[:-1]),
+        negated,
+        negated_typed,
+    )
+
+
+def _negated(
+    body: str, lower: str | None, values: Mapping[str, set[str]]
+) -> tuple[frozenset[str], bool]:
+    """The words of the values a change names to negate them (`_NEGATED`), as written
+    and stemmed, and whether one of them is a typed value."""
+    spans = [
+        next(g for g in m.groups() if g is not None)
+        for m in _NEGATED.finditer(body, lower)
+    ]
+    if not spans:
+        return frozenset(), False
+    said = [_norm_value(x) for x in spans]
+    words = frozenset(
+        w.strip(".") for x in said for w in x.split()
+        if w not in STOP_WORDS and w not in _NOISE_WORDS and w.strip(".") not in _TITLES
+    )
+    # a typed value said inside the negation: "Dr. Patel", "Friday at 8:15"
+    typed = any(
+        v in x for vals in values.values() for v in (_norm_value(y) for y in vals)
+        for x in said
+    )
+    return words | {_stem(w) for w in words}, typed
+
+
+def _holds(r: Reading, words: frozenset[str]) -> bool:
+    """Does a text state any of `words` (a negated value's): as a content word, or in one
+    of its values?"""
+    if words & r.words:
+        return True
+    return any(
+        w.strip(".") in words or _stem(w) in words
+        for vals in r.values.values() for v in vals for w in v.split()
     )
 
 
@@ -761,6 +820,8 @@ def answers_alike(
                 and old.words - new.words):
             return None
         again = new.values.get("name", frozenset()) & old.values.get("name", frozenset())
+        if again and new.negated and _holds(old, new.negated):
+            again = frozenset()  # "isn't Mediterranean anymore": named to be negated
         if again or any(k not in _DESCRIBING for k in old.values if k not in new.values):
             return None  # the same named thing again, or a typed value left unreplaced
         kind = "words"
@@ -875,7 +936,15 @@ def judge(
     # An untyped change that names the old text's own names again, with no word that
     # negates the old value, speaks of the same named thing, not of a new value of it
     # ("Actually, the Dune movie was better than I expected").
-    if same_type is None and contrast is None:
+    # A change that names the value it negates ("isn't Mediterranean anymore") speaks of
+    # the older text that holds that value. One that holds another value is an earlier
+    # version only when both name one subject ("my employer isn't Pied Piper anymore"
+    # after "I'm employed by Hooli": a version between them went unsaid); "switched to
+    # Catan instead of Monopoly" is no newer version of "my language course is Japanese".
+    negates_old = bool(new.negated) and _holds(old, new.negated)
+    if contrast is None and new.negated_typed and not negates_old and not shared:
+        contrast = "negates another value"
+    if same_type is None and contrast is None and not negates_old:
         again = new.values.get("name", frozenset()) & old.values.get("name", frozenset())
         if again and "name" not in fresh_types:
             contrast = "same " + "/".join(sorted(again))

@@ -162,6 +162,35 @@ def test_look_alike_facts_are_not_versions_of_each_other() -> None:
     assert verdict("Did you move to Oslo?", "I live in Bergen.", 0.9) is Verdict.NONE
 
 
+def test_a_change_that_negates_a_value_speaks_of_the_text_that_holds_it() -> None:
+    r = read("user: My language course is no longer Dutch; it's Japanese.")
+    assert r.negated == {"dutch"} and r.negated_typed
+    assert read("user: My diet isn't Mediterranean anymore, it's paleo.").negated == {
+        "mediterranean"}
+    r = read("user: My doctor is no longer Dr. Patel. Now it's Dr. Lindqvist.")
+    assert r.negated == {"patel"} and r.negated_typed  # "Dr." ends no clause
+    assert read("user: My rent is no longer $1,640, it is $1,750 now.").negated == {"$1640"}
+    assert read("user: We switched to Catan instead of Monopoly.").negated == {"monopoly"}
+    r = read("user: I switched from the bus to cycling.")
+    assert r.negated == {"bus", "bu"} and not r.negated_typed
+    assert read("user: My diet is paleo now.").negated == frozenset()
+    # the older text names the negated value again: no "same named thing" contrast
+    assert verdict("user: My diet isn't Mediterranean anymore, it's paleo.",
+                   "user: I've been eating Mediterranean since the doctor's advice.",
+                   0.73) is Verdict.OUTDATES
+    # a value negated that the older text does not hold, of a subject it does not name
+    assert verdict("user: For game night we switched to Catan instead of Monopoly.",
+                   "user: My language course is no longer Dutch; it's Japanese.",
+                   0.35) is Verdict.NONE
+    # ...while one subject named by both is a version with an unsaid one between them
+    assert verdict("user: My employer isn't Pied Piper anymore, it's Cyberdyne.",
+                   "user: My employer is Hooli.", 0.6) is not Verdict.NONE
+    # at recall too, the value named to be negated is no named thing both speak of
+    assert answers_alike(read("user: My diet isn't Mediterranean anymore, it's paleo."),
+                         read("user: My diet is Mediterranean, for my heart."),
+                         read("What diet am I on?").words, Policy()) == "words"
+
+
 def test_numbered_look_alikes_are_two_of_a_kind_not_two_versions() -> None:
     # a number right after the same word names which one: another project, another day
     assert verdict("The meeting about project 22 went well.",
