@@ -569,6 +569,20 @@ def test_which_turns_introduce_the_subject_of_an_elliptical_update() -> None:
     s = judge(read("user: An americano, I think."),
               read("user: At the cafe I always order a cold brew."), 0.2, 0.7, p)
     assert s.verdict is Verdict.NONE
+    # a plain-word value replaces one that reads as a name only by its capital, when an
+    # intro named the subject; without one, the name left unreplaced is a contrast
+    old = read("user: I've been eating Mediterranean since the doctor's advice.")
+    s = judge(read("user: It's paleo now."), old, 0.37, 0.56, p)
+    assert s.verdict is Verdict.OUTDATES and s.contrast is None
+    s = judge(read("user: It's paleo now."), old, 0.37, 0.0, p)
+    assert s.verdict is Verdict.NONE and s.contrast == "no new name"
+    # ...and so it is after an intro less near the older text than typed_similarity (0.5)
+    s = judge(read("user: It's paleo now."), old, 0.37, 0.45, p)
+    assert s.verdict is Verdict.NONE and s.contrast == "no new name"
+    # ...and an elliptical update that leaves a time unreplaced speaks of something else
+    s = judge(read("user: It's in a warehouse now."),
+              read("user: I volunteer at the food bank at 6 PM."), 0.37, 0.56, p)
+    assert s.verdict is Verdict.NONE and s.contrast == "no new time"
 
 
 def test_questions_about_the_past() -> None:
