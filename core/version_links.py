@@ -278,9 +278,16 @@ class VersionLinks:
         neighbours: Mapping[str, float],
         lent: Mapping[str, float],
         lenders: Mapping[str, str] | None = None,
-    ) -> tuple[Memory, updates.Signals] | None:
+    ) -> tuple[Memory, updates.Signals, tuple[str, ...]] | None:
         """The earlier trace this one is a newer version of, with the signals that say so
-        (core/updates.py), or None. An assistant's words are never a newer version."""
+        (core/updates.py), or None. An assistant's words are never a newer version.
+
+        Also the newer traces it confidently replaces a value of, besides that one: two
+        versions of one fact the write path did not link ("My new workout days are
+        lunchtimes on weekdays" after "My training days at the gym are Wednesdays and
+        Sundays") are two groups of versions, and an update that replaces a typed value
+        of both ("From now on, my gym schedule is Mondays and Thursdays") is the newest
+        of each, so recall finds no older group's newest above it."""
         ctx = self.ctx
         policy = ctx.policy.updates
         recent = list(self._recent.get(ns, ()))
@@ -295,6 +302,7 @@ class VersionLinks:
         # compare-and-set over its current version, and recall may have touched it since
         found = ctx.store.get_many(ns, sorted(ids))
         best: tuple[Memory, updates.Signals] | None = None
+        judged: list[tuple[Memory, updates.Signals]] = []
         for mid in sorted(ids):
             r: Recent | None = known.get(mid)
             m = found.get(mid)
@@ -338,9 +346,18 @@ class VersionLinks:
                 # what the user said often or confirmed is outdated, never retired: it
                 # ranks below the newer text, and a link judged wrongly hides nothing
                 signals = dataclasses.replace(signals, verdict=updates.Verdict.OUTDATES)
+            judged.append((m, signals))
             if best is None or _rank(signals) > _rank(best[1]):
                 best = (m, signals)
-        return best
+        if best is None:
+            return None
+        target = best[0]
+        also = tuple(sorted({
+            m.id for m, s in judged
+            if m.id != target.id
+            and s.same_type is not None and s.score >= policy.supersede_score
+        }))
+        return target, best[1], also
 
     def _current_of(self, ns: str, m: Memory, p: Turn) -> Memory | None:
         """The current version a retired one was replaced by, following the chain of

@@ -286,11 +286,15 @@ class WritePath:
             batch_edges = list(edges)
             superseded = None
             if link is not None:
-                old, signals = link
+                old, signals, also = link
+                why: dict[str, object] = {"of": old.id, **signals.as_dict()}
+                if also:
+                    why["also"] = list(also)
                 memory = dataclasses.replace(
-                    memory, metadata={**memory.metadata, UPDATE_KEY: {
-                        "of": old.id, **signals.as_dict()}},
+                    memory, metadata={**memory.metadata, UPDATE_KEY: why},
                 )
+                # the newest of another group of versions of the same fact: outdated too
+                batch_edges.extend(Edge(memory.id, o, EdgeType.UPDATES, 1.0) for o in also)
                 if signals.verdict is updates.Verdict.SUPERSEDES:
                     superseded = old.evolve(
                         status=Status.SUPERSEDED, superseded_by=memory.id, valid_to=p.when,

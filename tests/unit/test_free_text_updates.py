@@ -499,6 +499,29 @@ def test_forget_leaves_no_text_in_the_recent_turns_kept_for_updates(engine: Memo
 # ----------------------------------------------------------------------------- case by case
 
 
+def test_an_update_of_two_groups_of_versions_of_one_fact_is_the_newest_of_both() -> None:
+    # "workout days" and "gym days" qualify "days" apart, so the write path kept two
+    # groups of versions; an update that replaces the days of both is linked to the one
+    # it reads most like and outdates the other, and recall puts it above both
+    e = make_engine()
+    e.observe("user: My workout days are Sundays.")
+    e.observe("user: My gym days are Wednesdays.")
+    later(e, days=1)
+    workout = e.observe("user: Actually my workout days are Tuesdays and Thursdays now.")
+    later(e, days=1)
+    gym = e.observe("user: Actually my gym days are Mondays and Fridays now.")
+    assert UPDATE_KEY in e.get(workout.id).metadata and UPDATE_KEY in e.get(gym.id).metadata
+    later(e, days=3)
+    new = e.observe("user: From now on, my gym and workout days are Saturdays.")
+    why = e.get(new.id).metadata[UPDATE_KEY]
+    assert {why["of"], *why["also"]} == {workout.id, gym.id}
+    other = (set(why["also"]) - {why["of"]}).pop()
+    assert e.get(other).is_active  # outdated, never retired
+    later(e, days=1)
+    for question in ("what are my gym days", "what are my workout days"):
+        assert [h.id for h in e.recall(question, k=2, reinforce=False)][0] == new.id
+
+
 def test_a_value_restated_without_a_change_word_outdates_but_never_retires() -> None:
     old = "user: My annual salary is $95,000."
     new = "user: My annual salary is $104,000."
