@@ -519,7 +519,7 @@ def test_an_update_of_two_groups_of_versions_of_one_fact_is_the_newest_of_both()
     assert e.get(other).is_active  # outdated, never retired
     later(e, days=1)
     for question in ("what are my gym days", "what are my workout days"):
-        assert [h.id for h in e.recall(question, k=2, reinforce=False)][0] == new.id
+        assert e.recall(question, k=2, reinforce=False)[0].id == new.id
 
 
 def test_a_value_restated_without_a_change_word_outdates_but_never_retires() -> None:
