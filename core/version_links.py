@@ -282,12 +282,12 @@ class VersionLinks:
         """The earlier trace this one is a newer version of, with the signals that say so
         (core/updates.py), or None. An assistant's words are never a newer version.
 
-        Also the newer traces it confidently replaces a value of, besides that one: two
-        versions of one fact the write path did not link ("My new workout days are
-        lunchtimes on weekdays" after "My training days at the gym are Wednesdays and
-        Sundays") are two groups of versions, and an update that replaces a typed value
-        of both ("From now on, my gym schedule is Mondays and Thursdays") is the newest
-        of each, so recall finds no older group's newest above it."""
+        Also the other traces whose typed value it replaces at the supersede bar, which
+        it outdates too: two versions of one fact the write path did not link ("My new
+        workout days are lunchtimes on weekdays" after "My training days at the gym are
+        Wednesdays and Sundays") are two groups of versions, and an update that replaces
+        a typed value of both ("From now on, my gym schedule is Mondays and Thursdays")
+        is the newest of each, so recall finds no older group's newest above it."""
         ctx = self.ctx
         policy = ctx.policy.updates
         recent = list(self._recent.get(ns, ()))
