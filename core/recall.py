@@ -402,6 +402,17 @@ class RecallPath:
             if lent <= 0:
                 continue
             lifted[i] = own.evolve(relevance=own.relevance + lent, context=own.context + lent)
+        return self._replace(ranked, candidates, memories, req, lifted)
+
+    def _replace(
+        self,
+        ranked: list[Ranked],
+        candidates: dict[str, Candidate],
+        memories: dict[str, Memory],
+        req: RecallRequest,
+        lifted: dict[str, Candidate],
+    ) -> tuple[dict[str, Candidate], list[Ranked]]:
+        """The ranking with the `lifted` candidates scored again and put in place."""
         if not lifted:
             return candidates, ranked
         placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
@@ -446,14 +457,10 @@ class RecallPath:
             own = candidates.get(i) or Candidate(i, 0.0, 0.0, 0.0)
             lent = top - own.relevance
             lifted[i] = own.evolve(relevance=top, context=own.context + lent)
-        if not lifted:
-            return candidates, ranked
-        # the intro states nothing itself: it yields its place to what it announced
-        lifted[best.memory.id] = best.candidate.evolve(relevance=math.nextafter(top, 0.0))
-        placed = rank(lifted, memories, req.when, self.ctx.policy, req.admit, req.names)
-        out = [r for r in ranked if r.memory.id not in lifted] + placed
-        out.sort(key=ranking_key)
-        return candidates | lifted, out
+        if lifted:
+            # the intro states nothing itself: it yields its place to what it announced
+            lifted[best.memory.id] = best.candidate.evolve(relevance=math.nextafter(top, 0.0))
+        return self._replace(ranked, candidates, memories, req, lifted)
 
     def _expand(
         self,
