@@ -953,14 +953,16 @@ def judge(
     # bank moved to a warehouse" after "I volunteer at the food bank on Wednesdays").
     # Not when a change word stands before the very subject the older text's value
     # follows ("My new gym schedule is every evening at 7." after "... my gym schedule is
-    # lunchtimes on weekdays"): that subject now takes a value of another shape. Nor
+    # lunchtimes on weekdays"), or before a subject whose words the older text's subject
+    # holds ("I changed my gym days to ..." after "My training days at the gym are ..."):
+    # that subject now takes a value of another shape. Nor
     # when an elliptical update with a change word leaves only a name unreplaced, after
     # an intro as near the older text as a restated value must be (`typed_similarity`):
     # the intro named the subject, and a plain-word value ("It's paleo now." after
     # "About my diet.") replaces one that reads as a name only by its capital ("I've
     # been eating Mediterranean since the doctor's advice").
     old_typed = [k for k in old.values if k not in _DESCRIBING]
-    restyled = new.cue and bool(new.subject) and new.subject == old.subject
+    restyled = new.cue and bool(new.subject) and new.subject <= old.subject
     if same_type is None and contrast is None and not restyled:
         kept = [k for k in old_typed if k not in new.values]
         if kept and len(kept) == len(old_typed) and not (

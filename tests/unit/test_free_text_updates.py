@@ -101,6 +101,19 @@ def test_a_change_before_the_same_subject_replaces_a_value_of_another_shape() ->
                    "user: I volunteer at the food bank on Wednesdays.") is Verdict.NONE
 
 
+def test_a_change_whose_subject_the_older_one_names_in_more_words_replaces_its_value() -> None:
+    # "my gym days" is "my training days at the gym" in fewer words: the days became an
+    # evening, though no weekday is named again
+    new = read("user: I changed my gym days to every evening at 7.")
+    old = read("user: My training days at the gym are weekday mornings.")
+    s = judge(new, old, 0.78, 0.0, Policy())
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+    # a subject word the older text lacks ("kitchen") still sets the two apart
+    s = judge(read("user: I changed my kitchen days to every evening at 7."), old, 0.78, 0.0,
+              Policy())
+    assert s.contrast == "no new date" and s.verdict is Verdict.NONE
+
+
 def test_change_words_of_everyday_english_are_read() -> None:
     # an announcement, and verbs that move a value somewhere else
     for text in ("user: FYI my manager is Aiko Sato.", "user: Prod was migrated to Python 3.10.",
