@@ -711,6 +711,23 @@ _SENSE = {
 }
 
 
+def _names_qualify(old: Reading, shared: Sequence[str]) -> bool:
+    """Is each name of the older text one word that stands right beside a word both texts
+    hold ("a Mediterranean diet", "eating Mediterranean")? It then tells which kind of
+    that thing, as a plain word would: a value a plain-word change may replace."""
+    names = old.values.get("name", frozenset())
+    if not names or not shared or any(" " in n for n in names):
+        return False
+    seq = old.sequence
+    for name in names:
+        at = [i for i, w in enumerate(seq) if w == name]
+        if not any(
+            _stem(seq[j]) in shared for i in at for j in (i - 1, i + 1) if 0 <= j < len(seq)
+        ):
+            return False
+    return True
+
+
 def _subject_contrast(new: Reading, old: Reading) -> str | None:
     """Each text names, before its value, a subject the other does not ('my dentist is
     Dr. Okafor' / 'my dermatologist is Dr. Nguyen'): two facts unless a change word says
@@ -967,6 +984,8 @@ def judge(
         kept = [k for k in old_typed if k not in new.values]
         if kept and len(kept) == len(old_typed) and not (
             elliptical and new.cue and kept == ["name"] and context >= p.typed_similarity
+        ) and not (
+            new.cue and kept == ["name"] and not new.values and _names_qualify(old, shared)
         ):
             contrast = "no new " + "/".join(sorted(kept))
     # The other way round: a typed value ("I switched to Dr. Okafor") beside an old text

@@ -114,6 +114,30 @@ def test_a_change_whose_subject_the_older_one_names_in_more_words_replaces_its_v
     assert s.contrast == "no new date" and s.verdict is Verdict.NONE
 
 
+def test_a_name_that_qualifies_a_shared_word_is_a_value_a_plain_word_change_replaces() -> None:
+    # "Mediterranean" is capitalised, yet it says which diet, as "keto" would
+    old = read("user: I follow a Mediterranean diet for health reasons.")
+    s = judge(read("user: For the record, my diet is gluten-free."), old, 0.46, 0.0, Policy())
+    # 0.46 + 0.1 for the change word + 0.03 for "diet": above cue_only_score (0.5)
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+    assert s.score == pytest.approx(0.59)
+    s = judge(read("user: My new eating plan is low-carb."),
+              read("user: I've been eating Mediterranean since the doctor's advice."),
+              0.46, 0.0, Policy())
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+    # a name beside a word the change does not hold names another thing ("a Dutch oven")
+    s = judge(read("user: Heads up, my diet is paleo now."),
+              read("user: I bought a Dutch oven for the diet recipes."), 0.46, 0.0, Policy())
+    assert s.contrast == "no new name" and s.verdict is Verdict.NONE
+    # ...and so does a name a word apart from the shared one ("work at Google")
+    s = judge(read("user: Heads up, my work schedule changed to part-time."),
+              read("user: I work at Google."), 0.46, 0.0, Policy())
+    assert s.contrast == "no new name" and s.verdict is Verdict.NONE
+    # without a change word, a plain word beside the name is no new value of it
+    s = judge(read("user: My diet is gluten-free."), old, 0.46, 0.0, Policy())
+    assert s.verdict is Verdict.NONE
+
+
 def test_change_words_of_everyday_english_are_read() -> None:
     # an announcement, and verbs that move a value somewhere else
     for text in ("user: FYI my manager is Aiko Sato.", "user: Prod was migrated to Python 3.10.",
