@@ -189,6 +189,14 @@ _MONTH = (
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+# A when that repeats ("every evening", "on Tuesdays", "weekday mornings", "daily"): a
+# schedule, which one when replaces, where a one-off's day and hour are two parts of it
+_RECURRING = _Folded(
+    rf"\b(?:every|each|daily|weekly|nightly)\b|\b{_WEEKDAY}s\b|\bweek(?:day|end)s\b|"
+    r"\b(?:mornings|afternoons|evenings|nights|lunchtimes)\b",
+    hints=("every", "each", "daily", "weekly", "nightly", "days", "ends", "ings", "ghts",
+           "times"),
+)
 _COLOURS = (
     "red|orange|yellow|green|blue|purple|violet|indigo|pink|brown|black|white|grey|gray|"
     "beige|tan|cyan|khaki|cream|magenta|silver|gold|teal|navy|maroon|olive|turquoise|"
@@ -223,7 +231,13 @@ _VALUE_TYPES: tuple[tuple[str, _Folded | _Words], ...] = (
                       r"(?:dollars|euros|pounds|usd|eur|gbp)\b",
                       hints=("$", "dollar", "eur", "pound", "usd", "gbp"))),
     ("time", _Folded(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\bnoon\b|"
-                     r"\bmidnight\b", hints=(":", "am", "pm", "noon", "midnight"))),
+                     r"\bmidnight\b|"
+                     # an hour after "at" that ends the clause or a time phrase ("every
+                     # evening at 7.", "at 7 on Tuesdays"): "7 o'clock" said short
+                     r"(?<=\bat )\d{1,2}\b(?![.,:]?\d)(?=\s*(?:[.,;!?)]|$|(?:on|every|each|"
+                     r"sharp|tonight|today|tomorrow|before|after|for|with|in the)\b))|"
+                     r"\b\d{1,2} o'clock\b",
+                     hints=(":", "am", "pm", "noon", "midnight", "at ", "o'clock"))),
     ("daypart", _Folded(r"\b(?:mornings?|afternoons?|evenings?|nights?|lunchtimes?)\b",
                         hints=("morning", "afternoon", "evening", "night", "lunchtime"))),
     ("date", _Folded(rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|"
@@ -246,6 +260,11 @@ _WEAK_TYPES = frozenset(["daypart"])
 # Tesla"): an older text's colour left unnamed by a change is no sign that the change
 # speaks of something else. A colour for a colour is still a value replaced.
 _DESCRIBING = _WEAK_TYPES | {"colour"}
+# The types that say when: a schedule's days and hours are one value (`_replaced_type`)
+_WHEN = ("date", "time")
+_WEEKDAYS = frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+)
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
 # A name starts with a capital, or with one lower-case letter before one ("iPhone 15",
 # "eBay"), which no sentence start explains.
@@ -320,6 +339,8 @@ class Reading:
     negated: frozenset[str] = frozenset()
     # ...and whether that value is a typed one (a name, a time, an amount)
     negated_typed: bool = False
+    # it states a when that repeats (`_RECURRING`, or two weekdays or more): a schedule
+    recurring: bool = False
 
 
 # A number right after a word that is neither a verb's complement nor a preposition
@@ -473,6 +494,8 @@ def read(text: str) -> Reading:
         _owned(lead[:-1]),
         negated,
         negated_typed,
+        _RECURRING.search(body, lower) is not None
+        or len(values.get("date", set()) & _WEEKDAYS) >= 2,
     )
 
 
@@ -787,7 +810,9 @@ def _replaced_type(new: Reading, old: Reading, policy: Policy) -> str | None:
     """The value type the new text replaces: a value of a type the old text states too,
     none of whose values the new one repeats (a city for a city), or, after a word that
     says a value was replaced, one it does not ("no longer Friday at 8:15; it's Sunday
-    at 9:20" names the old value to negate it)."""
+    at 9:20" names the old value to negate it). Days and times are one kind of value, a
+    when, where both repeat: "every evening at 7" replaces "Monday, Wednesday and Friday"
+    as a schedule, while "at 10 AM" tells the hour of "an appointment on Friday"."""
     for k, vals in new.values.items():
         had = old.values.get(k)
         if k in _WEAK_TYPES or not had or not vals - had:
@@ -796,14 +821,23 @@ def _replaced_type(new: Reading, old: Reading, policy: Policy) -> str | None:
             k, vals - had, had, policy.updates.max_value_ratio
         ):
             return k
+    when_new = [k for k in _WHEN if k in new.values]
+    if new.recurring and old.recurring and when_new and any(k in old.values for k in _WHEN):
+        said = frozenset().union(*(new.values[k] for k in when_new))
+        had = frozenset().union(*(old.values.get(k, frozenset()) for k in _WHEN))
+        if not said & had:
+            return when_new[0]
     return None
 
 
 def shares_a_type(new: Reading, old: Reading) -> bool:
-    """Do both texts state a value of one type (not a weak one)? Without, no value of
-    the older text can have been replaced (`_replaced_type`): a cheap test before the
-    signals."""
-    return any(k not in _WEAK_TYPES and k in old.values for k in new.values)
+    """Do both texts state a value of one type (not a weak one; a day and a time are one
+    kind, a when)? Without, no value of the older text can have been replaced
+    (`_replaced_type`): a cheap test before the signals."""
+    return any(k not in _WEAK_TYPES and k in old.values for k in new.values) or (
+        new.recurring and old.recurring
+        and any(k in new.values for k in _WHEN) and any(k in old.values for k in _WHEN)
+    )
 
 
 def answers_alike(

@@ -91,8 +91,8 @@ def test_a_preference_told_in_its_own_words_borrows_no_subject() -> None:
 
 
 def test_a_change_before_the_same_subject_replaces_a_value_of_another_shape() -> None:
-    # "my gym schedule is" on both sides, a change word: days became a time of day
-    new = "user: My new gym schedule is every evening at 7."
+    # "my gym schedule is" on both sides, a change word: days became a count
+    new = "user: My new gym schedule is 3 times a week."
     assert verdict(new, "user: From now on, my gym schedule is lunchtimes on weekdays") \
         is Verdict.OUTDATES
     # without the same subject, a text that replaces none of the old one's typed values
@@ -101,15 +101,35 @@ def test_a_change_before_the_same_subject_replaces_a_value_of_another_shape() ->
                    "user: I volunteer at the food bank on Wednesdays.") is Verdict.NONE
 
 
+def test_a_schedule_told_by_its_hour_replaces_one_told_by_its_days() -> None:
+    # "at 7" after a schedule's day part is an hour
+    assert read("user: My weekly gym routine is every evening at 7.").values["time"] == {"7"}
+    assert read("user: Dinner at 8 tonight!").values["time"] == {"8"}
+    assert "time" not in read("user: I was at 3 meetings today.").values
+    # days and hours are one kind of value, a when, when both repeat: a schedule
+    s = judge(read("user: My weekly gym routine is every evening at 7."),
+              read("user: My training days at the gym are Monday, Wednesday and Friday."),
+              0.72, 0.0, Policy())
+    assert s.same_type == "time" and s.verdict is Verdict.OUTDATES
+    # "My new gym schedule is ..." says the old schedule was replaced: retired
+    assert verdict("user: My new gym schedule is every evening at 7.",
+                   "user: From now on, my gym schedule is lunchtimes on weekdays") \
+        is Verdict.SUPERSEDES
+    # a one-off's hour is another part of its when, not a new one
+    s = judge(read("user: The dentist appointment is at 10 AM."),
+              read("user: I have a dentist appointment on Friday."), 0.84, 0.0, Policy())
+    assert s.same_type is None and s.verdict is Verdict.NONE
+
+
 def test_a_change_whose_subject_the_older_one_names_in_more_words_replaces_its_value() -> None:
-    # "my gym days" is "my training days at the gym" in fewer words: the days became an
-    # evening, though no weekday is named again
-    new = read("user: I changed my gym days to every evening at 7.")
+    # "my gym days" is "my training days at the gym" in fewer words: the days became a
+    # count, though no weekday is named again
+    new = read("user: I changed my gym days to 3 per week.")
     old = read("user: My training days at the gym are weekday mornings.")
     s = judge(new, old, 0.78, 0.0, Policy())
     assert s.contrast is None and s.verdict is Verdict.OUTDATES
     # a subject word the older text lacks ("kitchen") still sets the two apart
-    s = judge(read("user: I changed my kitchen days to every evening at 7."), old, 0.78, 0.0,
+    s = judge(read("user: I changed my kitchen days to 3 per week."), old, 0.78, 0.0,
               Policy())
     assert s.contrast == "no new date" and s.verdict is Verdict.NONE
 
