@@ -1003,7 +1003,7 @@ def judge(
     # the new one states: it speaks of something else about the same thing ("The food
     # bank moved to a warehouse" after "I volunteer at the food bank on Wednesdays").
     # Not when a change word stands before the very subject the older text's value
-    # follows ("My new gym schedule is every evening at 7." after "... my gym schedule is
+    # follows ("My new gym schedule is 3 times a week." after "... my gym schedule is
     # lunchtimes on weekdays"), or before a subject whose words the older text's subject
     # holds ("I changed my gym days to ..." after "My training days at the gym are ..."):
     # that subject now takes a value of another shape. Nor
@@ -1011,7 +1011,9 @@ def judge(
     # an intro as near the older text as a restated value must be (`typed_similarity`):
     # the intro named the subject, and a plain-word value ("It's paleo now." after
     # "About my diet.") replaces one that reads as a name only by its capital ("I've
-    # been eating Mediterranean since the doctor's advice").
+    # been eating Mediterranean since the doctor's advice"). Nor when a change word
+    # leaves only names unreplaced that say which kind of a word both texts hold
+    # (`_names_qualify`: "my diet is gluten-free" after "a Mediterranean diet").
     old_typed = [k for k in old.values if k not in _DESCRIBING]
     restyled = new.cue and bool(new.subject) and new.subject <= old.subject
     if same_type is None and contrast is None and not restyled:
