@@ -194,8 +194,8 @@ _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _RECURRING = _Folded(
     rf"\b(?:every|each|daily|weekly|nightly)\b|\b{_WEEKDAY}s\b|\bweek(?:day|end)s\b|"
     r"\b(?:mornings|afternoons|evenings|nights|lunchtimes)\b",
-    hints=("every", "each", "daily", "weekly", "nightly", "days", "ends", "ings", "ghts",
-           "times"),
+    hints=("every", "each", "daily", "weekly", "nightly", "days", "weekends", "mornings",
+           "afternoons", "evenings", "nights", "lunchtimes"),
 )
 _COLOURS = (
     "red|orange|yellow|green|blue|purple|violet|indigo|pink|brown|black|white|grey|gray|"
@@ -821,8 +821,8 @@ def _replaced_type(new: Reading, old: Reading, policy: Policy) -> str | None:
             k, vals - had, had, policy.updates.max_value_ratio
         ):
             return k
-    when_new = [k for k in _WHEN if k in new.values]
-    if new.recurring and old.recurring and when_new and any(k in old.values for k in _WHEN):
+    if _both_schedules(new, old):
+        when_new = [k for k in _WHEN if k in new.values]
         said = frozenset().union(*(new.values[k] for k in when_new))
         had = frozenset().union(*(old.values.get(k, frozenset()) for k in _WHEN))
         if not said & had:
@@ -830,14 +830,21 @@ def _replaced_type(new: Reading, old: Reading, policy: Policy) -> str | None:
     return None
 
 
+def _both_schedules(new: Reading, old: Reading) -> bool:
+    """Do both texts state a when that repeats (a day or an hour of a schedule)?"""
+    return (
+        new.recurring and old.recurring
+        and any(k in new.values for k in _WHEN) and any(k in old.values for k in _WHEN)
+    )
+
+
 def shares_a_type(new: Reading, old: Reading) -> bool:
     """Do both texts state a value of one type (not a weak one; a day and a time are one
     kind, a when)? Without, no value of the older text can have been replaced
     (`_replaced_type`): a cheap test before the signals."""
-    return any(k not in _WEAK_TYPES and k in old.values for k in new.values) or (
-        new.recurring and old.recurring
-        and any(k in new.values for k in _WHEN) and any(k in old.values for k in _WHEN)
-    )
+    return any(
+        k not in _WEAK_TYPES and k in old.values for k in new.values
+    ) or _both_schedules(new, old)
 
 
 def answers_alike(
