@@ -341,6 +341,9 @@ class Reading:
     negated_typed: bool = False
     # it states a when that repeats (`_RECURRING`, or two weekdays or more): a schedule
     recurring: bool = False
+    # the content words right after its first "my" or "our" ("commut" of "my commute is
+    # by tram now"): the thing of the user's it speaks of, with or without a typed value
+    possessed: frozenset[str] = frozenset()
 
 
 # A number right after a word that is neither a verb's complement nor a preposition
@@ -496,6 +499,7 @@ def read(text: str) -> Reading:
         negated_typed,
         _RECURRING.search(body, lower) is not None
         or len(values.get("date", set()) & _WEEKDAYS) >= 2,
+        _possessed(seq),
     )
 
 
@@ -546,6 +550,24 @@ def _owned(lead: Sequence[str]) -> bool:
             rest = [x for x in lead[i + 1 :] if x not in STOP_WORDS and x not in _NOISE_WORDS]
             return bool(rest) and not any(x in _NO_THING for x in rest)
     return False
+
+
+def _possessed(seq: Sequence[str]) -> frozenset[str]:
+    """The run of content words after the first possessive, up to a stop or change word
+    ("my usual coffee order is ...", "my diet changed, ...")."""
+    for i, w in enumerate(seq):
+        if w in _POSSESSIVE:
+            run: list[str] = []
+            for x in seq[i + 1 :]:
+                if x in _NOISE_WORDS and not run:  # "my new manager"
+                    continue
+                if x in STOP_WORDS or x in _NOISE_WORDS:
+                    break
+                run.append(x)
+            if any(x in _NO_THING for x in run):
+                return frozenset()
+            return frozenset(_stem(x) for x in run if len(x) > 1)
+    return frozenset()
 
 
 def _phrases(low: str, cuts: list[tuple[int, int]]) -> tuple[tuple[str, ...], ...]:
@@ -966,9 +988,11 @@ def judge(
         and len(new.subject) <= p.elliptical_subject_words
         and len(new.sequence) <= p.elliptical_max_words
         and (same_type is not None or (new.cue and not typed))
-        # an update that names its own thing ("FYI my car is a Nissan Leaf") borrows no
-        # subject for an older text that does not speak of that thing
+        # an update that names its own thing ("FYI my car is a Nissan Leaf", "my commute
+        # is by tram now") borrows no subject for an older text that does not speak of
+        # that thing
         and not (new.owned and not new.subject <= old.words)
+        and not (new.possessed and not new.possessed & old.words)
     )
     base = max(similarity, context if elliptical else 0.0)
     score = (

@@ -90,6 +90,23 @@ def test_a_preference_told_in_its_own_words_borrows_no_subject() -> None:
         is Verdict.OUTDATES
 
 
+def test_a_change_that_names_the_users_own_thing_borrows_no_subject_for_another() -> None:
+    # "my commute" names what it speaks of, though no typed value follows: a question
+    # about deep sea vents just before it lends it no subject, so the documentary the
+    # user mentioned earlier is no earlier version of the commute
+    new = read("user: Oh, actually my commute is by tram now.")
+    assert new.possessed == frozenset({"commut"})
+    old = read("user: I've been watching a documentary about deep sea vents.")
+    s = judge(new, old, 0.08, 0.8, Policy())
+    assert s.context == 0.0 and s.verdict is Verdict.NONE
+    # an older text that speaks of the commute still lends its words to the change
+    s = judge(new, read("user: My commute takes forty minutes on the train."), 0.2, 0.7,
+              Policy())
+    assert s.context == 0.7 and s.verdict is Verdict.OUTDATES
+    # "my new one" names no thing
+    assert read("user: My new one is a Tesla.").possessed == frozenset()
+
+
 def test_a_change_before_the_same_subject_replaces_a_value_of_another_shape() -> None:
     # "my gym schedule is" on both sides, a change word: days became a count
     new = "user: My new gym schedule is 3 times a week."
