@@ -210,6 +210,11 @@ class UpdatePolicy:
     # longer") this much more: "we moved to Lisbon" and "I live in Berlin" share few words.
     strong_cue_bonus: float = _num(0.05)
     shared_word_bonus: float = _num(0.03)
+    # ...and this when both name one thing of the user's after "my" or "our" ("my new
+    # usual is a cappuccino" after "my usual coffee order is a flat white"; the words
+    # of one hold all of the other's). Higher links more changes told in few words, and
+    # more of what two texts say of one thing that are no two values of it.
+    possessed_bonus: float = _num(0.05)
     # At this score the older is marked "possibly outdated": it stays current but ranks
     # below the newer. Lower links more versions, and more look-alikes by mistake.
     outdate_score: float = _num(0.6)

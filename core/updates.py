@@ -552,6 +552,12 @@ def _owned(lead: Sequence[str]) -> bool:
     return False
 
 
+def _same_possession(new: Reading, old: Reading) -> bool:
+    """Do both name one thing of the user's ("my usual", "my usual coffee order")?"""
+    a, b = new.possessed, old.possessed
+    return bool(a and b) and (a <= b or b <= a)
+
+
 def _possessed(seq: Sequence[str]) -> frozenset[str]:
     """The run of content words after the first possessive, up to a stop or change word
     ("my usual coffee order is ...", "my diet changed, ...")."""
@@ -1001,6 +1007,7 @@ def judge(
         + (p.cue_bonus if new.cue else 0.0)
         + (p.strong_cue_bonus if new.strong_cue else 0.0)
         + p.shared_word_bonus * min(len(shared), 3)
+        + (p.possessed_bonus if _same_possession(new, old) else 0.0)
     )
     # A value restated in other words ("my salary is $88,000" after "I earn $72,000"),
     # with no change word and no intro turn: evidence only when the two name one

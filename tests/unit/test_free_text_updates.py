@@ -107,6 +107,21 @@ def test_a_change_that_names_the_users_own_thing_borrows_no_subject_for_another(
     assert read("user: My new one is a Tesla.").possessed == frozenset()
 
 
+def test_two_texts_that_name_one_thing_of_the_users_are_nearer_versions() -> None:
+    # "my usual" and "my usual coffee order": 0.36 + 0.1 (change word) + 0.03 (one shared
+    # word) + 0.05 (possessed_bonus) = 0.54 clears cue_only_score (0.5); 0.49 without
+    new = read("user: My new usual is a cappuccino.")
+    old = read("user: Going forward, from now on my usual coffee order is a flat white.")
+    s = judge(new, old, 0.36, 0.0, Policy())
+    assert s.score == pytest.approx(0.54) and s.verdict is Verdict.OUTDATES
+    s = judge(new, old, 0.36, 0.0, Policy().replace(possessed_bonus=0.0))
+    assert s.score == pytest.approx(0.49) and s.verdict is Verdict.NONE
+    # "my favourite colour" and "my favourite food" are two things: no bonus
+    s = judge(read("user: From now on my favourite colour is teal."),
+              read("user: My favourite food is pad thai."), 0.36, 0.0, Policy())
+    assert s.score == pytest.approx(0.36 + 0.1 + 0.05 + 0.03)
+
+
 def test_a_change_before_the_same_subject_replaces_a_value_of_another_shape() -> None:
     # "my gym schedule is" on both sides, a change word: days became a count
     new = "user: My new gym schedule is 3 times a week."

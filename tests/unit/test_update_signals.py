@@ -176,7 +176,8 @@ def test_an_elliptical_update_is_not_held_to_the_restated_value_rules() -> None:
 
 def test_a_preference_with_a_new_value_is_a_version_below_the_restated_similarity() -> None:
     # similarity 0.45 is under typed_similarity (0.5), so only the preference on both
-    # sides makes it a version: 0.45 + same_type 0.15 + 2 shared words * 0.03 = 0.66
+    # sides makes it a version: 0.45 + same_type 0.15 + 2 shared words * 0.03 + 0.05 for
+    # one thing of the user's named on both sides ("my favourite colour") = 0.71
     s = judge(
         read("White is my favourite colour."),
         read("My favourite colour is purple."),
@@ -184,7 +185,7 @@ def test_a_preference_with_a_new_value_is_a_version_below_the_restated_similarit
         0.0,
         Policy(),
     )
-    assert s.verdict is Verdict.OUTDATES and abs(s.score - 0.66) < 1e-9
+    assert s.verdict is Verdict.OUTDATES and abs(s.score - 0.71) < 1e-9
     # without a preference on both sides, the same likeness is no link
     assert verdict("White is the colour.", "My favourite colour is purple.", 0.45) is (Verdict.NONE)
 
@@ -192,6 +193,7 @@ def test_a_preference_with_a_new_value_is_a_version_below_the_restated_similarit
 def test_a_preference_restated_with_a_plain_word_value_is_a_version() -> None:
     # no typed value and no change word: both state one preference ("favourite food")
     # in the same words, so 0.55 + 2 shared words * 0.03 = 0.61 reaches outdate_score 0.6
+    # (0.66 with possessed_bonus, as both name "my favourite food"; 0.61 without)
     s = judge(
         read("My favourite food is falafel."),
         read("From now on, my favourite food is dumplings."),
@@ -199,6 +201,10 @@ def test_a_preference_restated_with_a_plain_word_value_is_a_version() -> None:
         0.0,
         Policy(),
     )
+    assert s.verdict is Verdict.OUTDATES and abs(s.score - 0.66) < 1e-9
+    s = judge(read("My favourite food is falafel."),
+              read("From now on, my favourite food is dumplings."), 0.55, 0.0,
+              Policy().replace(possessed_bonus=0.0))
     assert s.verdict is Verdict.OUTDATES and abs(s.score - 0.61) < 1e-9
     # a preference of another thing shares one word only: two facts
     assert verdict("My favourite drink is chai.", "My favourite food is dumplings.", 0.55) is (
@@ -755,7 +761,8 @@ def test_a_preference_restated_with_a_change_word_is_held_to_cue_only_score() ->
     # with no bonus for the change word or the shared words, the score is the cosine:
     # 0.55 clears cue_only_score (0.5), the bar of a change told with a change word, though
     # not outdate_score (0.6), the bar of a preference restated without one
-    p = Policy().replace(cue_bonus=0.0, strong_cue_bonus=0.0, shared_word_bonus=0.0)
+    p = Policy().replace(cue_bonus=0.0, strong_cue_bonus=0.0, shared_word_bonus=0.0,
+                         possessed_bonus=0.0)
     s = judge(read("user: Actually my favourite food is falafel now."),
               read("user: My favourite food is dumplings."), 0.55, 0.0, p)
     assert s.score == pytest.approx(0.55) and s.verdict is Verdict.OUTDATES
