@@ -128,7 +128,7 @@ CUE = _Folded(
     r"i was wrong|scratch that|sorry,? (?:actually|i meant)|got changed|has changed|"
     r"have changed|went with|for the record|just so you know|heads up|make that|"
     r"going forward|as of (?:now|today)|fyi)\b"
-    r"|\b(?:it'?s|is|are) \w+(?: \w+)? now[.!]?$"  # "It's French now."
+    r"|\b(?:it'?s|is|are) \w+(?: \w+){0,2} now[.!]?$"  # "It's (a double espresso) now."
     r"|^(?:[\w'-]+ ){1,3}(?<!for )now[.!]?$",  # "Going by tram now.", not "Bye for now!"
     # words of every alternative, as specific as it allows: a "now" of a change stands
     # after a space or opens "now it's", while "know" and "snow" hold one too

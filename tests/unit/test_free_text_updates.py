@@ -195,8 +195,11 @@ def test_change_words_of_everyday_english_are_read() -> None:
     for text in ("user: FYI my manager is Aiko Sato.", "user: Prod was migrated to Python 3.10.",
                  "user: The budget was cut to $40k.", "user: My new route to work is on foot.",
                  # a hyphenated word is one word: "my new go-to dish is" as "my new dish is"
-                 "user: My new go-to dish is tacos.", "user: Our new co-founder is Ana Lima."):
+                 "user: My new go-to dish is tacos.", "user: Our new co-founder is Ana Lima.",
+                 # a value of up to three words before a closing "now"
+                 "user: It's paleo now.", "user: It's a double espresso now."):
         assert read(text).cue, text
+    assert not read("user: It's a really big deal for me now.").cue
     # those that say outright that the old value was replaced
     for text in ("user: We relocated to Osaka for good.", "user: I swapped my bike for a scooter."):
         r = read(text)
