@@ -18,6 +18,7 @@ Run: python benchmarks/embedders.py [--weights 0.5 0.6 0.7 0.8] [--models NAME .
          [--out benchmarks/results]
      python benchmarks/embedders.py --clustering-only   (refreshes that section alone)
      python benchmarks/embedders.py --speed-only   (the speeds alone, on an idle machine)
+     python benchmarks/embedders.py --updates-only   (the knowledge updates alone)
 Writes embedders.{md,json}.
 """
 
@@ -95,12 +96,9 @@ def speeds(model: str, conversations: int) -> dict[str, float]:
 
 def measure(model: str, weights: Sequence[float], conversations: int | None = None,
             limit: int | None = None) -> dict[str, Any]:
-    import knowledge_updates as ku
     import locomo
-    from knowledge_scenarios import generate
 
-    from reverie.core import ManualClock, Policy
-    from reverie.integrations import open_engine
+    from reverie.core import Policy
     from reverie.integrations.embedders import LocalEmbedder
     from reverie.integrations.model_files import MODELS as SPECS
     from reverie.integrations.model_files import model_cache_dir
@@ -115,24 +113,7 @@ def measure(model: str, weights: Sequence[float], conversations: int | None = No
     loco = locomo.run(conversations, Path(tempfile.gettempdir()), [], extra=extra, write=False,
                       embedder=embedder)
     shipped = Policy().replace(**inner.policy_changes)
-
-    splits: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        clock = ManualClock()
-        engine = open_engine(Path(tmp), embedder=embedder, clock=clock,
-                             policy=shipped)
-        try:
-            for split in ("tune", "report"):
-                print(f"[{model}] knowledge updates, {split}", file=sys.stderr)
-                res = ku.run_scenarios(engine, clock, embedder,
-                                       generate(split)[: limit or None])
-                splits[split] = {
-                    "updates": res["updates"],
-                    "false_supersession_rate":
-                        res["reverie_supersession"]["false_supersession_rate"],
-                }
-        finally:
-            engine.close()
+    splits = knowledge_update_quality(model, limit, embedder)
     cache = [p for p in model_cache_dir().glob(f"{model}-*") if p.is_dir()]
     return {
         "model": model,
@@ -150,6 +131,39 @@ def measure(model: str, weights: Sequence[float], conversations: int | None = No
         "cache_bytes": _dir_bytes(cache[0]) if cache else 0,
         "clustering": clustering_quality(model),
     }
+
+
+def knowledge_update_quality(model: str, limit: int | None = None,
+                             embedder: MemoEmbedder | None = None) -> dict[str, Any]:
+    """`knowledge_updates.py`'s generated scenarios (both splits) with `model` and its
+    shipped numbers: reverie's and the baselines' rows, and false supersessions."""
+    import knowledge_updates as ku
+    from knowledge_scenarios import generate
+
+    from reverie.core import ManualClock, Policy
+    from reverie.integrations import open_engine
+    from reverie.integrations.embedders import LocalEmbedder
+
+    inner = LocalEmbedder(model=model).load()
+    embedder = embedder or MemoEmbedder(inner)
+    shipped = Policy().replace(**inner.policy_changes)
+    splits: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = ManualClock()
+        engine = open_engine(Path(tmp), embedder=embedder, clock=clock, policy=shipped)
+        try:
+            for split in ("tune", "report"):
+                print(f"[{model}] knowledge updates, {split}", file=sys.stderr)
+                res = ku.run_scenarios(engine, clock, embedder,
+                                       generate(split)[: limit or None])
+                splits[split] = {
+                    "updates": res["updates"],
+                    "false_supersession_rate":
+                        res["reverie_supersession"]["false_supersession_rate"],
+                }
+        finally:
+            engine.close()
+    return splits
 
 
 def clustering_quality(model: str, groups: int = 400) -> dict[str, Any]:
@@ -271,8 +285,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--speed-only", action="store_true",
                     help="measure only the speeds again (ingest over --conversations, "
                          "default 2), into the kept result")
+    ap.add_argument("--updates-only", action="store_true",
+                    help="measure only the knowledge updates again, into the kept result")
     args = ap.parse_args(argv)
-    if args.speed_only or args.clustering_only:  # one section again, into the kept result
+    if args.speed_only or args.clustering_only or args.updates_only:
+        # one section again, into the kept result
         meta = json.loads((args.out / "embedders.json").read_text())
         rows = meta.pop("rows")
         from reverie.integrations.embedders import LocalEmbedder
@@ -280,6 +297,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         for r in rows:
             if args.speed_only:
                 r.update(speeds(r["model"], args.conversations or 2))
+            elif args.updates_only:
+                r["knowledge_updates"] = knowledge_update_quality(r["model"], args.limit)
             else:
                 r["shipped_changes"] = LocalEmbedder(model=r["model"]).policy_changes
                 r["clustering"] = clustering_quality(r["model"])
