@@ -352,7 +352,9 @@ class VersionLinks:
         if best is None:
             return None
         target = best[0]
-        also = tuple(sorted({
+        # an elliptical update speaks of the one thing its intro named: its own few words
+        # ("Make that $90,000.") are near every amount, the pay's as the budget's
+        also = () if best[1].context > 0 else tuple(sorted({
             m.id for m, s in judged
             if m.id != target.id
             and s.same_type is not None and s.score >= policy.supersede_score
@@ -400,12 +402,15 @@ class VersionLinks:
             self._recent.pop(ns, None)
 
 
-def _rank(signals: updates.Signals) -> tuple[bool, bool, float]:
+def _rank(signals: updates.Signals) -> tuple[bool, bool, float, float]:
     """Which candidate a new trace is linked to: a confident version by its own words
     first ("the Boston flight is Monday at 5:55 AM" names its flight), then a version
     found through the intro just before an elliptical update ("It's 11:15 now"), whose
-    own words say nothing; then the higher score."""
-    return (signals.verdict is updates.Verdict.SUPERSEDES, signals.context > 0, signals.score)
+    own words say nothing: the one nearest the intro ("Quick note on the migration
+    money." then "Make that $90,000." is the budget's, though the pay's amount reads
+    more like it); then the higher score."""
+    return (signals.verdict is updates.Verdict.SUPERSEDES, signals.context > 0,
+            signals.context, signals.score)
 
 
 def was_replaced(m: Memory, when: datetime) -> bool:

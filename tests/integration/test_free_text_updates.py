@@ -188,3 +188,24 @@ def test_an_update_naming_its_subject_links_to_it_not_to_a_neighbour_of_the_turn
               seconds=90)
     why = engine.get(new, namespace=ns).metadata[UPDATE_KEY]
     assert why["of"] == flight and why["verdict"] == "supersedes"
+
+
+def test_an_elliptical_update_is_linked_to_the_version_nearest_its_intro(
+    engine: MemoryEngine,
+) -> None:
+    """"Make that $90,000." reads more like the pay's amount (cosine 0.69) than the
+    budget's (0.43), but the intro just before it ("Quick note on the migration money.")
+    is the budget's (0.68 against 0.48 for the pay): the intro names what the update
+    speaks of, and nothing else is outdated through the update's own few words."""
+    ns = "intro-nearest"
+    pay = say(engine, "user: My yearly pay is $104,000 these days.", ns)
+    budget = say(engine, "user: The migration project has a budget of $48,000.", ns,
+                 seconds=300)
+    say(engine, "user: Quick note on the migration money.", ns, days=30)
+    new = say(engine, "user: Make that $90,000.", ns, seconds=240)
+    why = engine.get(new, namespace=ns).metadata[UPDATE_KEY]
+    assert why["of"] == budget and why["verdict"] == "outdates"
+    assert "also" not in why
+    assert engine.get(pay, namespace=ns).is_active
+    assert top(engine, "What budget does the migration project have?", ns)[0] == \
+        "user: Make that $90,000."
