@@ -116,7 +116,8 @@ def test_two_texts_that_name_one_thing_of_the_users_are_nearer_versions() -> Non
     assert s.score == pytest.approx(0.54) and s.verdict is Verdict.OUTDATES
     s = judge(new, old, 0.36, 0.0, Policy().replace(possessed_bonus=0.0))
     assert s.score == pytest.approx(0.49) and s.verdict is Verdict.NONE
-    # "my favourite colour" and "my favourite food" are two things: no bonus
+    # "my favourite colour" and "my favourite food" are two things: 0.36 + 0.1 + 0.05 for
+    # an outright change word ("from now on") + 0.03 for "favourite", no possessed_bonus
     s = judge(read("user: From now on my favourite colour is teal."),
               read("user: My favourite food is pad thai."), 0.36, 0.0, Policy())
     assert s.score == pytest.approx(0.36 + 0.1 + 0.05 + 0.03)

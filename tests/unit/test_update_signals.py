@@ -192,8 +192,8 @@ def test_a_preference_with_a_new_value_is_a_version_below_the_restated_similarit
 
 def test_a_preference_restated_with_a_plain_word_value_is_a_version() -> None:
     # no typed value and no change word: both state one preference ("favourite food")
-    # in the same words, so 0.55 + 2 shared words * 0.03 = 0.61 reaches outdate_score 0.6
-    # (0.66 with possessed_bonus, as both name "my favourite food"; 0.61 without)
+    # in the same words: 0.55 + 2 shared words * 0.03 + possessed_bonus 0.05 (both name
+    # "my favourite food") = 0.66, and 0.61 without the bonus, still above outdate_score 0.6
     s = judge(
         read("My favourite food is falafel."),
         read("From now on, my favourite food is dumplings."),
