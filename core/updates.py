@@ -479,6 +479,13 @@ def read(text: str) -> Reading:
     # the subject: the words before the first value, less the word just before it (the
     # verb or preposition that introduces the value: "my dentist [is] Dr. Okafor")
     lead = _words(low[:first]) if first < len(body) else ()
+    if lead and lead[-1] in _NAMING:
+        # "a golden retriever named Bailey": the kind before the participle is part of
+        # the value, not of the subject ("our family pet [is]")
+        cut = len(lead) - 1
+        while cut > 0 and lead[cut - 1] not in STOP_WORDS:
+            cut -= 1
+        lead = lead[:cut]
     told = CUE.search(body, lower)
     cue = told is not None
     negated, negated_typed = _negated(body, lower, values) if cue else (frozenset(), False)
@@ -539,6 +546,8 @@ def _holds(r: Reading, words: frozenset[str]) -> bool:
 
 
 _POSSESSIVE = frozenset({"my", "our"})
+# participles that introduce a name, after the kind of thing it names
+_NAMING = frozenset({"named", "called"})
 # words after "my" that name no thing of the user's: "my new one is ...", "my pick is ..."
 _NO_THING = frozenset({"one", "ones", "pick", "choice", "answer", "vote", "decision"})
 

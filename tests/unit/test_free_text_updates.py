@@ -107,6 +107,18 @@ def test_a_change_that_names_the_users_own_thing_borrows_no_subject_for_another(
     assert read("user: My new one is a Tesla.").possessed == frozenset()
 
 
+def test_the_kind_before_a_name_it_introduces_is_part_of_the_value() -> None:
+    # "a golden retriever named Bailey": the subject is the family pet, not the retriever
+    old = read("user: Our family pet is a golden retriever named Bailey.")
+    assert old.subject == frozenset({"family", "pet"})
+    # so "We got a tabby cat named Luna." names no subject of its own, and after "Pet
+    # news." it borrows the pet: the intro's cosine (0.6) is its score's base
+    new = read("user: We got a tabby cat named Luna.")
+    assert new.subject == frozenset()
+    s = judge(new, old, 0.25, 0.6, Policy())
+    assert s.context == 0.6 and s.same_type == "name" and s.verdict is Verdict.OUTDATES
+
+
 def test_two_texts_that_name_one_thing_of_the_users_are_nearer_versions() -> None:
     # "my usual" and "my usual coffee order": 0.36 + 0.1 (change word) + 0.03 (one shared
     # word) + 0.05 (possessed_bonus) = 0.54 clears cue_only_score (0.5); 0.49 without
