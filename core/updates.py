@@ -188,7 +188,8 @@ _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
-_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_DAYS = ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
+_WEEKDAY = rf"(?:{'|'.join(_DAYS)})day"
 # A when that repeats ("every evening", "on Tuesdays", "weekday mornings", "daily"): a
 # schedule, which one when replaces, where a one-off's day and hour are two parts of it
 _RECURRING = _Folded(
@@ -262,9 +263,7 @@ _WEAK_TYPES = frozenset(["daypart"])
 _DESCRIBING = _WEAK_TYPES | {"colour"}
 # The types that say when: a schedule's days and hours are one value (`_replaced_type`)
 _WHEN = ("date", "time")
-_WEEKDAYS = frozenset(
-    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-)
+_WEEKDAYS = frozenset(f"{d}day" for d in _DAYS)
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof|St|Mt)\.?"
 # A name starts with a capital, or with one lower-case letter before one ("iPhone 15",
 # "eBay"), which no sentence start explains.
