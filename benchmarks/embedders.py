@@ -144,9 +144,9 @@ def knowledge_update_quality(model: str, limit: int | None = None,
     from reverie.integrations import open_engine
     from reverie.integrations.embedders import LocalEmbedder
 
-    inner = LocalEmbedder(model=model).load()
-    embedder = embedder or MemoEmbedder(inner)
-    shipped = Policy().replace(**inner.policy_changes)
+    if embedder is None:  # `measure` hands over the model it has loaded
+        embedder = MemoEmbedder(LocalEmbedder(model=model).load())
+    shipped = Policy().replace(**LocalEmbedder(model=model).policy_changes)
     splits: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         clock = ManualClock()
