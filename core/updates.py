@@ -113,6 +113,8 @@ def _ascii_lower(text: str) -> str | None:
     return text.lower() if text.isascii() else None
 
 
+# A word of a value as written: "$1,500", "3.10", "4:30", "gluten-free", "Dr."
+_TOKEN = r"[\w$£€](?:[\w.,:'/-]*\w)?\.?"
 # Change words. Incidental uses ("color correction", "instead of Wi-Fi") are why a cue is
 # one signal among several and never sufficient.
 CUE = _Folded(
@@ -128,8 +130,10 @@ CUE = _Folded(
     r"i was wrong|scratch that|sorry,? (?:actually|i meant)|got changed|has changed|"
     r"have changed|went with|for the record|just so you know|heads up|make that|"
     r"going forward|as of (?:now|today)|fyi)\b"
-    r"|\b(?:it'?s|is|are) \w+(?: \w+){0,2} now[.!]?$"  # "It's (a double espresso) now."
-    r"|^(?:[\w'-]+ ){1,3}(?<!for )now[.!]?$",  # "Going by tram now.", not "Bye for now!"
+    # "It's (a double espresso) now.", "It's (Python 3.10) now.", "Down to ($1,200) now.":
+    # a value's own punctuation stays inside its word
+    rf"|\b(?:it'?s|is|are) {_TOKEN}(?: {_TOKEN}){{0,2}} now[.!]?$"
+    rf"|^(?:{_TOKEN} ){{1,3}}(?<!for )now[.!]?$",  # "Going by tram now.", not "Bye for now!"
     # words of every alternative, as specific as it allows: a "now" of a change stands
     # after a space or opens "now it's", while "know" and "snow" hold one too
     hints=(
@@ -401,7 +405,7 @@ def reading(text: str) -> Reading:
 def forget_cached_texts() -> None:
     """Drop every text this module remembers for speed (readings, word sequences), after
     a forget: no forgotten text stays in the process. They refill as texts are read."""
-    for cached in (reading, _about, _qualifiers):
+    for cached in (reading, _about, _qualifiers, _predicate):
         cached.cache_clear()
 
 
@@ -742,20 +746,39 @@ def _contrast(new: Reading, old: Reading, replaced: bool = False) -> str | None:
     if replaced:  # "switched to almond milk": the qualifier is the value that changed
         return None
     new_set, old_set = set(new.sequence), set(old.sequence)
+    # a qualifier is no difference when the other text holds a word of its sense
+    # anywhere: "I always order" qualifies the order as "my usual coffee order" does
+    new_sense = {_SENSE.get(w, w) for w in new_set}
+    old_sense = {_SENSE.get(w, w) for w in old_set}
     before_new = _qualifiers(new.phrases)
     before_old = _qualifiers(old.phrases)
+    # a word both texts qualify after their verb "to be" is the value's ("my usual order
+    # is an oat latte", "my morning coffee is a chai latte"): its qualifier is the value
+    # that changed, not another thing
+    valued = _predicate(new.sequence) & _predicate(old.sequence)
     for head, q_new in before_new.items():
         q_old = before_old.get(head)
-        if q_old is None:
+        if q_old is None or head in valued:
             continue
         for a in q_new:
             for b in q_old:
                 if (
-                    a != b and a not in old_set and b not in new_set
-                    and _SENSE.get(a, a) != _SENSE.get(b, b)
+                    _SENSE.get(a, a) not in old_sense and _SENSE.get(b, b) not in new_sense
                 ):
                     return f"{b}/{a} {head}"
     return None
+
+
+_COPULA = frozenset(["is", "are", "was", "were", "it's", "that's"])
+
+
+@functools.lru_cache(maxsize=16_384)
+def _predicate(seq: tuple[str, ...]) -> frozenset[str]:
+    """The words after a text's first "is" or "are": what it says its subject is."""
+    for n, w in enumerate(seq):
+        if w in _COPULA:
+            return frozenset(seq[n + 1 :])
+    return frozenset()
 
 
 # Qualifiers that say the same thing in other words: "my yearly pay" is "my annual pay",

@@ -301,7 +301,7 @@ class VersionLinks:
         # the records are read even for recent turns: a retired version is written
         # compare-and-set over its current version, and recall may have touched it since
         found = ctx.store.get_many(ns, sorted(ids))
-        best: tuple[Memory, updates.Signals] | None = None
+        best: tuple[Memory, updates.Signals, tuple[bool, bool, bool, float, float]] | None = None
         judged: list[tuple[Memory, updates.Signals]] = []
         for mid in sorted(ids):
             r: Recent | None = known.get(mid)
@@ -329,8 +329,13 @@ class VersionLinks:
             )
             if signals.verdict is updates.Verdict.NONE:
                 continue
+            echoed = False
             if signals.context > 0 and lenders and mid in lenders:
                 signals = dataclasses.replace(signals, intro=lenders[mid])
+                intro = known.get(lenders[mid])
+                # the intro names the subject in a word the older text holds ("About what
+                # I eat." and "I've been eating keto"): nearer than any cosine
+                echoed = intro is not None and bool(intro.reading.words & reading.words)
             if retired:
                 # an earlier value of a fact that has a newer one since: the new text
                 # speaks of that fact, so it is a version of the fact's current value.
@@ -347,8 +352,8 @@ class VersionLinks:
                 # ranks below the newer text, and a link judged wrongly hides nothing
                 signals = dataclasses.replace(signals, verdict=updates.Verdict.OUTDATES)
             judged.append((m, signals))
-            if best is None or _rank(signals) > _rank(best[1]):
-                best = (m, signals)
+            if best is None or _rank(signals, echoed) > best[2]:
+                best = (m, signals, _rank(signals, echoed))
         if best is None:
             return None
         target = best[0]
@@ -402,14 +407,16 @@ class VersionLinks:
             self._recent.pop(ns, None)
 
 
-def _rank(signals: updates.Signals) -> tuple[bool, bool, float, float]:
+def _rank(signals: updates.Signals, echoed: bool = False) -> tuple[bool, bool, bool, float, float]:
     """Which candidate a new trace is linked to: a confident version by its own words
     first ("the Boston flight is Monday at 5:55 AM" names its flight), then a version
     found through the intro just before an elliptical update ("It's 11:15 now"), whose
-    own words say nothing: the one nearest the intro ("Quick note on the migration
-    money." then "Make that $90,000." is the budget's, though the pay's amount reads
-    more like it); then the higher score."""
-    return (signals.verdict is updates.Verdict.SUPERSEDES, signals.context > 0,
+    own words say nothing: one that holds a word of the intro (`echoed`: "About what I
+    eat." then "Going vegan now." is the diet's "I've been eating keto", though a
+    craving for pizza reads more like the intro), else the one nearest the intro
+    ("Quick note on the migration money." then "Make that $90,000." is the budget's,
+    though the pay's amount reads more like it); then the higher score."""
+    return (signals.verdict is updates.Verdict.SUPERSEDES, signals.context > 0, echoed,
             signals.context, signals.score)
 
 

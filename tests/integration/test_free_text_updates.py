@@ -209,3 +209,18 @@ def test_an_elliptical_update_is_linked_to_the_version_nearest_its_intro(
     assert engine.get(pay, namespace=ns).is_active
     assert top(engine, "What budget does the migration project have?", ns)[0] == \
         "user: Make that $90,000."
+
+
+def test_an_elliptical_update_is_linked_to_the_version_that_holds_a_word_of_its_intro(
+    engine: MemoryEngine,
+) -> None:
+    """"About what I eat." reads more like a craving (cosine 0.57) than like the diet
+    (0.48), but only the diet holds its word ("eat"): the intro names what "Going vegan
+    now." speaks of."""
+    ns = "intro-word"
+    diet = say(engine, "user: I've been eating keto since the doctor's advice.", ns)
+    say(engine, "user: I'm craving pizza tonight.", ns, seconds=300)
+    say(engine, "user: About what I eat.", ns, days=60)
+    new = say(engine, "user: Going vegan now.", ns, seconds=60)
+    why = engine.get(new, namespace=ns).metadata[UPDATE_KEY]
+    assert why["of"] == diet and why["verdict"] == "outdates"

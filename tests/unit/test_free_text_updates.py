@@ -209,8 +209,11 @@ def test_change_words_of_everyday_english_are_read() -> None:
                  "user: The budget was cut to $40k.", "user: My new route to work is on foot.",
                  # a hyphenated word is one word: "my new go-to dish is" as "my new dish is"
                  "user: My new go-to dish is tacos.", "user: Our new co-founder is Ana Lima.",
-                 # a value of up to three words before a closing "now"
-                 "user: It's paleo now.", "user: It's a double espresso now."):
+                 # a value of up to three words before a closing "now", its own
+                 # punctuation inside its words
+                 "user: It's paleo now.", "user: It's a double espresso now.",
+                 "user: It's Python 3.10 now.", "user: It's 4:30 PM now.",
+                 "user: It's $1,500 a month now.", "user: Down to $1,200 now."):
         assert read(text).cue, text
     assert not read("user: It's a really big deal for me now.").cue
     # those that say outright that the old value was replaced
@@ -653,6 +656,29 @@ def test_look_alikes_that_differ_in_what_they_name_before_the_value() -> None:
     # "I live in Berlin with my partner" speaks of the speaker, as "we" does
     assert verdict("user: We moved to Seattle.", "user: I live in Berlin with my partner.",
                    0.5) is not Verdict.NONE
+
+
+def test_a_habit_told_with_always_is_the_usual_one() -> None:
+    # "I always order" qualifies the order as "my usual coffee order" does: one order
+    s = judge(read("user: These days my usual coffee order is a cold brew."),
+              read("user: At the cafe I always order a double espresso."), 0.56, 0.0, Policy())
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+    # two qualifiers of two senses are still two things
+    s = judge(read("user: Our marketing budget is now $5,000."),
+              read("user: Our travel budget is $3,000."), 0.66, 0.0, Policy())
+    assert s.contrast == "travel/marketing budget" and s.verdict is Verdict.NONE
+
+
+def test_a_word_qualified_after_is_is_the_value_that_changed() -> None:
+    # "an oat latte" and "a chai latte" are two values of one order, not two lattes
+    s = judge(read("user: Actually, my usual order at the cafe is an oat latte."),
+              read("user: My morning coffee is a chai latte from the corner shop."),
+              0.62, 0.0, Policy())
+    assert s.contrast is None and s.verdict is Verdict.OUTDATES
+    # before "is", the qualifier names the subject: two deadlines
+    s = judge(read("user: Actually, the production deadline is June 1."),
+              read("user: The staging deadline is May 3."), 0.9, 0.0, Policy())
+    assert s.contrast == "staging/production deadline" and s.verdict is Verdict.NONE
 
 
 @pytest.mark.parametrize(
