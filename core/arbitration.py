@@ -412,7 +412,9 @@ def newest(
 ) -> tuple[Memory, list[Memory]] | None:
     """The newest admissible version within `hops` links of `start` (a version of a
     version is a version of the same thing), newer than `start`, and every version
-    found, oldest first; None when there is no newer one."""
+    found, oldest first; None when there is no newer one. Links are followed forward in
+    time, and back to an older version only through a firm link (`_firm`), so one weak
+    link between two things' versions does not make the newest of one the other's."""
     origin = memories.get(start)
     if origin is None:
         return None
@@ -421,9 +423,12 @@ def newest(
     for _ in range(hops):
         nxt = []
         for mid in frontier:
+            here = group[mid]
             for nid in sorted(links.get(mid, ())):
                 m = memories.get(nid)
-                if nid not in group and m is not None:
+                if nid not in group and m is not None and (
+                    (m.created_at, m.id) > (here.created_at, here.id) or _firm(here, m)
+                ):
                     group[nid] = m
                     nxt.append(nid)
         frontier = nxt
@@ -435,6 +440,26 @@ def newest(
     if not later:
         return None
     return later[-1], chain
+
+
+def _firm(newer: Memory, older: Memory) -> bool:
+    """Was `newer` written as a version of `older` on more than a typed value and a
+    change word: it retired it, or shares a word with it, or borrowed its subject from an
+    intro near it? Only such a link is followed back to an older version in search of a
+    newer one beside it: "The person I report to changed to Tom Becker." outdated "Our
+    new pet is a parrot named Kiwi." on a name and a change word alone, and the newest
+    pet is no answer to who the manager is."""
+    if older.superseded_by == newer.id:
+        return True
+    why = newer.metadata.get(updates.UPDATE_KEY)
+    if not isinstance(why, dict):
+        return False
+    if older.id in (why.get("also") or ()):
+        return True
+    return why.get("of") == older.id and (
+        why.get("verdict") == updates.Verdict.SUPERSEDES.value
+        or bool(why.get("shared")) or float(why.get("context") or 0.0) > 0.0
+    )
 
 
 def arbitrate(

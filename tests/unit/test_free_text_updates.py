@@ -571,6 +571,45 @@ def test_arbitration_follows_a_chain_to_the_newest_version() -> None:
     assert [r.memory.id for r in past.ranked] == ["a"] and not past.notes
 
 
+def test_an_older_version_is_looked_past_only_through_a_link_that_shares_more_than_a_type(
+) -> None:
+    """A pet's chain and a manager's chain joined by one weak link ("The person I report
+    to changed to Tom Becker." outdated "Our new pet is a parrot named Kiwi." on a name
+    and a change word alone): the newest pet is no newer version of the manager. A link
+    that retired the older one, or shares a word with it, is followed back to find a
+    newer version beside the start."""
+    def why(of: str, verdict: str = "outdates", shared: tuple[str, ...] = (),
+            context: float = 0.0) -> dict[str, Any]:
+        return {UPDATE_KEY: {"of": of, "verdict": verdict, "shared": list(shared),
+                             "context": context}}
+
+    kiwi = _mem("kiwi", 0)
+    tom = _mem("tom", 2, metadata=why("kiwi"))
+    sam = _mem("sam", 4, metadata=why("tom", shared=()))
+    peanut = _mem("peanut", 6, metadata=why("kiwi", shared=("pet",)))
+    memories = {m.id: m for m in (kiwi, tom, sam, peanut)}
+    links = version_links([Edge("tom", "kiwi", EdgeType.UPDATES),
+                           Edge("sam", "tom", EdgeType.UPDATES),
+                           Edge("peanut", "kiwi", EdgeType.UPDATES)], memories)
+    assert newest("sam", links, memories, lambda m: True, hops=6) is None
+    found = newest("tom", links, memories, lambda m: True, hops=6)
+    assert found is not None and found[0].id == "sam"
+    assert newest("kiwi", links, memories, lambda m: True, hops=6)[0].id == "peanut"  # type: ignore[index]
+    # two newer versions of one band: back through a shared word, then on to the newest
+    arctic = _mem("arctic", 0, superseded_by="daft", status=Status.SUPERSEDED)
+    portishead = _mem("portishead", 2, metadata=why("arctic", shared=("band",)))
+    daft = _mem("daft", 4, metadata=why("arctic", verdict="supersedes"))
+    bands = {m.id: m for m in (arctic, portishead, daft)}
+    links = version_links([Edge("portishead", "arctic", EdgeType.UPDATES),
+                           Edge("daft", "arctic", EdgeType.SUPERSEDES)], bands)
+    assert newest("portishead", links, bands, lambda m: True, hops=6)[0].id == "daft"  # type: ignore[index]
+    # an intro the update borrowed its subject from is as firm as a shared word
+    bands["portishead"] = _mem("portishead", 2, metadata=why("arctic", context=0.5))
+    assert newest("portishead", links, bands, lambda m: True, hops=6)[0].id == "daft"  # type: ignore[index]
+    bands["portishead"] = _mem("portishead", 2, metadata=why("arctic"))
+    assert newest("portishead", links, bands, lambda m: True, hops=6) is None
+
+
 def test_a_preference_restated_with_a_new_value_is_a_new_version() -> None:
     assert verdict("White is my favourite colour.", "My favourite colour is purple.", 0.8) is (
         Verdict.OUTDATES
