@@ -301,7 +301,7 @@ class VersionLinks:
         # the records are read even for recent turns: a retired version is written
         # compare-and-set over its current version, and recall may have touched it since
         found = ctx.store.get_many(ns, sorted(ids))
-        best: tuple[Memory, updates.Signals, tuple[bool, bool, bool, float, float]] | None = None
+        best: tuple[Memory, updates.Signals, _Rank] | None = None
         judged: list[tuple[Memory, updates.Signals]] = []
         for mid in sorted(ids):
             r: Recent | None = known.get(mid)
@@ -407,7 +407,11 @@ class VersionLinks:
             self._recent.pop(ns, None)
 
 
-def _rank(signals: updates.Signals, echoed: bool = False) -> tuple[bool, bool, bool, float, float]:
+# the order of candidate versions, best last (`_rank`)
+_Rank = tuple[bool, bool, bool, float, float]
+
+
+def _rank(signals: updates.Signals, echoed: bool = False) -> _Rank:
     """Which candidate a new trace is linked to: a confident version by its own words
     first ("the Boston flight is Monday at 5:55 AM" names its flight), then a version
     found through the intro just before an elliptical update ("It's 11:15 now"), whose
