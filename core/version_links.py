@@ -352,8 +352,9 @@ class VersionLinks:
                 # ranks below the newer text, and a link judged wrongly hides nothing
                 signals = dataclasses.replace(signals, verdict=updates.Verdict.OUTDATES)
             judged.append((m, signals))
-            if best is None or _rank(signals, echoed) > best[2]:
-                best = (m, signals, _rank(signals, echoed))
+            rank = _rank(signals, echoed)
+            if best is None or rank > best[2]:
+                best = (m, signals, rank)
         if best is None:
             return None
         target = best[0]

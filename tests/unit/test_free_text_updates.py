@@ -24,6 +24,7 @@ from reverie.core.models import Edge, EdgeType, Kind, Memory, Tier
 from reverie.core.policy import UpdatePolicy
 from reverie.core.retrieval import Candidate, Ranked
 from reverie.core.updates import (
+    Signals,
     Verdict,
     answers_alike,
     introduces,
@@ -40,8 +41,13 @@ def later(engine: MemoryEngine, **delta: float) -> None:
     clock.advance(**delta)
 
 
+def signals(new: str, old: str, similarity: float = 0.8, context: float = 0.0) -> Signals:
+    """The write path's judgement of two texts, at the default policy."""
+    return judge(read(new), read(old), similarity, context, Policy())
+
+
 def verdict(new: str, old: str, similarity: float = 0.8, context: float = 0.0) -> Verdict:
-    return judge(read(new), read(old), similarity, context, Policy()).verdict
+    return signals(new, old, similarity, context).verdict
 
 
 # ----------------------------------------------------------------------------- the signals
@@ -72,8 +78,8 @@ def test_a_word_of_the_change_phrase_is_no_word_both_texts_speak_of() -> None:
               Policy())
     assert s.shared == ()
     # a word of the subject inside the phrase still counts: "car" in "switched my car to"
-    s = judge(read("user: I switched my car to a Tesla."),
-              read("user: My car is a Honda Civic."), 0.5, 0.0, Policy())
+    s = signals("user: I switched my car to a Tesla.",
+                "user: My car is a Honda Civic.", 0.5)
     assert s.shared == ("car",)
 
 
@@ -130,8 +136,8 @@ def test_two_texts_that_name_one_thing_of_the_users_are_nearer_versions() -> Non
     assert s.score == pytest.approx(0.49) and s.verdict is Verdict.NONE
     # "my favourite colour" and "my favourite food" are two things: 0.36 + 0.1 + 0.05 for
     # an outright change word ("from now on") + 0.03 for "favourite", no possessed_bonus
-    s = judge(read("user: From now on my favourite colour is teal."),
-              read("user: My favourite food is pad thai."), 0.36, 0.0, Policy())
+    s = signals("user: From now on my favourite colour is teal.",
+                "user: My favourite food is pad thai.", 0.36)
     assert s.score == pytest.approx(0.36 + 0.1 + 0.05 + 0.03)
 
 
@@ -152,17 +158,16 @@ def test_a_schedule_told_by_its_hour_replaces_one_told_by_its_days() -> None:
     assert read("user: Dinner at 8 tonight!").values["time"] == {"8"}
     assert "time" not in read("user: I was at 3 meetings today.").values
     # days and hours are one kind of value, a when, when both repeat: a schedule
-    s = judge(read("user: My weekly gym routine is every evening at 7."),
-              read("user: My training days at the gym are Monday, Wednesday and Friday."),
-              0.72, 0.0, Policy())
+    s = signals("user: My weekly gym routine is every evening at 7.",
+                "user: My training days at the gym are Monday, Wednesday and Friday.", 0.72)
     assert s.same_type == "time" and s.verdict is Verdict.OUTDATES
     # "My new gym schedule is ..." says the old schedule was replaced: retired
     assert verdict("user: My new gym schedule is every evening at 7.",
                    "user: From now on, my gym schedule is lunchtimes on weekdays") \
         is Verdict.SUPERSEDES
     # a one-off's hour is another part of its when, not a new one
-    s = judge(read("user: The dentist appointment is at 10 AM."),
-              read("user: I have a dentist appointment on Friday."), 0.84, 0.0, Policy())
+    s = signals("user: The dentist appointment is at 10 AM.",
+                "user: I have a dentist appointment on Friday.", 0.84)
     assert s.same_type is None and s.verdict is Verdict.NONE
 
 
@@ -186,17 +191,16 @@ def test_a_name_that_qualifies_a_shared_word_is_a_value_a_plain_word_change_repl
     # 0.46 + 0.1 for the change word + 0.03 for "diet": above cue_only_score (0.5)
     assert s.contrast is None and s.verdict is Verdict.OUTDATES
     assert s.score == pytest.approx(0.59)
-    s = judge(read("user: My new eating plan is low-carb."),
-              read("user: I've been eating Mediterranean since the doctor's advice."),
-              0.46, 0.0, Policy())
+    s = signals("user: My new eating plan is low-carb.",
+                "user: I've been eating Mediterranean since the doctor's advice.", 0.46)
     assert s.contrast is None and s.verdict is Verdict.OUTDATES
     # a name beside a word the change does not hold names another thing ("a Dutch oven")
-    s = judge(read("user: Heads up, my diet is paleo now."),
-              read("user: I bought a Dutch oven for the diet recipes."), 0.46, 0.0, Policy())
+    s = signals("user: Heads up, my diet is paleo now.",
+                "user: I bought a Dutch oven for the diet recipes.", 0.46)
     assert s.contrast == "no new name" and s.verdict is Verdict.NONE
     # ...and so does a name a word apart from the shared one ("work at Google")
-    s = judge(read("user: Heads up, my work schedule changed to part-time."),
-              read("user: I work at Google."), 0.46, 0.0, Policy())
+    s = signals("user: Heads up, my work schedule changed to part-time.",
+                "user: I work at Google.", 0.46)
     assert s.contrast == "no new name" and s.verdict is Verdict.NONE
     # without a change word, a plain word beside the name is no new value of it
     s = judge(read("user: My diet is gluten-free."), old, 0.46, 0.0, Policy())
@@ -685,12 +689,12 @@ def test_a_value_restated_without_a_change_word_outdates_but_never_retires() -> 
 
 def test_look_alikes_that_differ_in_what_they_name_before_the_value() -> None:
     # "my dentist" and "my dermatologist": each names a subject the other does not
-    s = judge(read("user: My dermatologist is Dr. Nguyen."),
-              read("user: My dentist is Dr. Okafor."), 0.56, 0.0, Policy())
+    s = signals("user: My dermatologist is Dr. Nguyen.",
+                "user: My dentist is Dr. Okafor.", 0.56)
     assert s.verdict is Verdict.NONE and s.contrast == "dentist/dermatologist"
     # amounts an order of magnitude apart are two quantities: a rent is no salary
-    s = judge(read("user: I pay $1,350 a month for my apartment."),
-              read("user: My annual pay is $95,000."), 0.64, 0.0, Policy())
+    s = signals("user: I pay $1,350 a month for my apartment.",
+                "user: My annual pay is $95,000.", 0.64)
     assert s.same_type is None and s.verdict is Verdict.NONE
     # "I live in Berlin with my partner" speaks of the speaker, as "we" does
     assert verdict("user: We moved to Seattle.", "user: I live in Berlin with my partner.",
@@ -699,24 +703,23 @@ def test_look_alikes_that_differ_in_what_they_name_before_the_value() -> None:
 
 def test_a_habit_told_with_always_is_the_usual_one() -> None:
     # "I always order" qualifies the order as "my usual coffee order" does: one order
-    s = judge(read("user: These days my usual coffee order is a cold brew."),
-              read("user: At the cafe I always order a double espresso."), 0.56, 0.0, Policy())
+    s = signals("user: These days my usual coffee order is a cold brew.",
+                "user: At the cafe I always order a double espresso.", 0.56)
     assert s.contrast is None and s.verdict is Verdict.OUTDATES
     # two qualifiers of two senses are still two things
-    s = judge(read("user: Our marketing budget is now $5,000."),
-              read("user: Our travel budget is $3,000."), 0.66, 0.0, Policy())
+    s = signals("user: Our marketing budget is now $5,000.",
+                "user: Our travel budget is $3,000.", 0.66)
     assert s.contrast == "travel/marketing budget" and s.verdict is Verdict.NONE
 
 
 def test_a_word_qualified_after_is_is_the_value_that_changed() -> None:
     # "an oat latte" and "a chai latte" are two values of one order, not two lattes
-    s = judge(read("user: Actually, my usual order at the cafe is an oat latte."),
-              read("user: My morning coffee is a chai latte from the corner shop."),
-              0.62, 0.0, Policy())
+    s = signals("user: Actually, my usual order at the cafe is an oat latte.",
+                "user: My morning coffee is a chai latte from the corner shop.", 0.62)
     assert s.contrast is None and s.verdict is Verdict.OUTDATES
     # before "is", the qualifier names the subject: two deadlines
-    s = judge(read("user: Actually, the production deadline is June 1."),
-              read("user: The staging deadline is May 3."), 0.9, 0.0, Policy())
+    s = signals("user: Actually, the production deadline is June 1.",
+                "user: The staging deadline is May 3.", 0.9)
     assert s.contrast == "staging/production deadline" and s.verdict is Verdict.NONE
 
 
@@ -984,8 +987,8 @@ def test_a_restated_value_is_linked_through_the_recent_turns_without_an_index_qu
 
 
 def test_a_weak_change_word_retires_nothing_that_names_another_subject() -> None:
-    s = judge(read("user: Actually, my dermatologist is Dr. Brennan."),
-              read("user: My dentist is Dr. Cohen."), 0.75, 0.0, Policy())
+    s = signals("user: Actually, my dermatologist is Dr. Brennan.",
+                "user: My dentist is Dr. Cohen.", 0.75)
     assert s.verdict is not Verdict.SUPERSEDES
     # a long chat turn is no statement a restated value replaces
     long_old = ("Tim: Nope, but it's my first time going to the convention this year with "
