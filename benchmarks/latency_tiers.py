@@ -358,7 +358,6 @@ def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> 
     from reverie.core.models import Kind, Memory, Tier, new_id
     from reverie.core.ports import VectorItem, WriteBatch
     from reverie.core.text import content_hash, extract_entities, initial_importance, strip_speaker
-    from reverie.core.vector_sync import vector_meta
 
     policy = engine.policy
     for i in range(0, len(items), chunk):
@@ -379,7 +378,7 @@ def bulk_load(engine: Any, ns: str, items: Sequence[str], chunk: int = 1000) -> 
         engine.store.commit(WriteBatch(ns, tuple(mems)))
         vecs = engine.embedder.embed([m.text for m in mems])
         engine.vectors.upsert(
-            ns, [VectorItem(m.id, v, vector_meta(m)) for m, v in zip(mems, vecs, strict=True)]
+            ns, [VectorItem(m.id, v) for m, v in zip(mems, vecs, strict=True)]
         )
 
 

@@ -225,7 +225,6 @@ class Admin:
         progress: Callable[[int], None] | None,
     ) -> dict[str, int]:
         ctx = self.ctx
-        meta = vector_sync.vector_meta
         if reembed:
             ctx.vectors.drop_namespace(ns)
         indexed = ctx.vectors.ids(ns)
@@ -247,7 +246,7 @@ class Admin:
                     vecs.update(vector_sync.with_questions(
                         ctx, ns, fresh, dict(zip((m.id for m in fresh), made, strict=True))))
                     vector_sync.keep_embeddings(ctx, ns, {m.id: vecs[m.id] for m in fresh})
-                ctx.vectors.upsert(ns, [VectorItem(m.id, vecs[m.id], meta(m)) for m in todo])
+                ctx.vectors.upsert(ns, [VectorItem(m.id, vecs[m.id]) for m in todo])
                 stats["indexed"] += len(todo)
                 todo.clear()
             if held:

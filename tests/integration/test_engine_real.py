@@ -152,6 +152,19 @@ def test_forget_removes_the_text_from_every_tier(engine: MemoryEngine) -> None:
     assert engine.lexical.search(ns, "PIN 9931", 5) == []
 
 
+def test_the_vector_index_holds_vectors_alone(engine: MemoryEngine) -> None:
+    # what a memory is (its kind, its status) lives in the records only: retiring one
+    # writes no index call, and each vector costs Chroma no metadata to write or keep
+    engine.observe("user: I live in Berlin")
+    engine.observe_many(["user: my bike is blue", "user: the gym opens at 6"])
+    engine.remember("user", "lives in", "Lisbon", source="s1")
+    engine.flush()
+    ns = engine.default_namespace
+    got = engine.vectors.collection(ns).get(include=["metadatas"])
+    assert len(got["ids"]) == 4
+    assert got["metadatas"] == [None] * 4
+
+
 def test_repair_after_losing_the_chroma_directory(tmp_path: Path) -> None:
     home = tmp_path / "home"
     e = open_engine(home, clock=ManualClock(T0))
