@@ -153,8 +153,8 @@ def test_forget_removes_the_text_from_every_tier(engine: MemoryEngine) -> None:
 
 
 def test_the_vector_index_holds_vectors_alone(engine: MemoryEngine) -> None:
-    # what a memory is (its kind, its status) lives in the records only: retiring one
-    # writes no index call, and each vector costs Chroma no metadata to write or keep
+    # what a memory is (its kind, its status) lives in the records only, so a vector
+    # costs Chroma no metadata to write or to keep
     engine.observe("user: I live in Berlin")
     engine.observe_many(["user: my bike is blue", "user: the gym opens at 6"])
     engine.remember("user", "lives in", "Lisbon", source="s1")
