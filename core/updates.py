@@ -774,8 +774,8 @@ _COPULA = frozenset(["is", "are", "was", "were", "it's", "that's"])
 
 @functools.lru_cache(maxsize=16_384)
 def _predicate(seq: tuple[str, ...]) -> frozenset[str]:
-    """The words after a text's first "is", "are", "was" or "were": what it says its
-    subject is."""
+    """The words after a text's first form of "to be" (`_COPULA`: "is", "are", "was",
+    "were", "it's", "that's"): what it says its subject is."""
     for n, w in enumerate(seq):
         if w in _COPULA:
             return frozenset(seq[n + 1 :])

@@ -412,7 +412,7 @@ class VersionLinks:
 _Rank = tuple[bool, bool, bool, float, float]
 
 
-def _rank(signals: updates.Signals, echoed: bool = False) -> _Rank:
+def _rank(signals: updates.Signals, echoed: bool) -> _Rank:
     """Which candidate a new trace is linked to: a confident version by its own words
     first ("the Boston flight is Monday at 5:55 AM" names its flight), then a version
     found through the intro just before an elliptical update ("It's 11:15 now"), whose

@@ -701,26 +701,30 @@ def test_look_alikes_that_differ_in_what_they_name_before_the_value() -> None:
                    0.5) is not Verdict.NONE
 
 
-def test_a_habit_told_with_always_is_the_usual_one() -> None:
-    # "I always order" qualifies the order as "my usual coffee order" does: one order
-    s = signals("user: These days my usual coffee order is a cold brew.",
-                "user: At the cafe I always order a double espresso.", 0.56)
-    assert s.contrast is None and s.verdict is Verdict.OUTDATES
-    # two qualifiers of two senses are still two things
-    s = signals("user: Our marketing budget is now $5,000.",
-                "user: Our travel budget is $3,000.", 0.66)
-    assert s.contrast == "travel/marketing budget" and s.verdict is Verdict.NONE
-
-
-def test_a_word_qualified_after_is_is_the_value_that_changed() -> None:
-    # "an oat latte" and "a chai latte" are two values of one order, not two lattes
-    s = signals("user: Actually, my usual order at the cafe is an oat latte.",
-                "user: My morning coffee is a chai latte from the corner shop.", 0.62)
-    assert s.contrast is None and s.verdict is Verdict.OUTDATES
-    # before "is", the qualifier names the subject: two deadlines
-    s = signals("user: Actually, the production deadline is June 1.",
-                "user: The staging deadline is May 3.", 0.9)
-    assert s.contrast == "staging/production deadline" and s.verdict is Verdict.NONE
+@pytest.mark.parametrize(
+    ("new", "old", "similarity", "contrast"),
+    [
+        # "I always order" qualifies the order as "my usual coffee order" does: one order
+        ("user: These days my usual coffee order is a cold brew.",
+         "user: At the cafe I always order a double espresso.", 0.56, None),
+        # "an oat latte" and "a chai latte" are two values of one order, not two lattes
+        ("user: Actually, my usual order at the cafe is an oat latte.",
+         "user: My morning coffee is a chai latte from the corner shop.", 0.62, None),
+        # qualifiers of two senses are two things
+        ("user: Our marketing budget is now $5,000.",
+         "user: Our travel budget is $3,000.", 0.66, "travel/marketing budget"),
+        # before "is", the qualifier names the subject: two deadlines
+        ("user: Actually, the production deadline is June 1.",
+         "user: The staging deadline is May 3.", 0.9, "staging/production deadline"),
+    ],
+    ids=["always-is-usual", "qualified-value", "two-budgets", "two-deadlines"],
+)
+def test_a_qualifier_tells_two_things_apart_only_when_it_names_the_subject(
+    new: str, old: str, similarity: float, contrast: str | None
+) -> None:
+    s = signals(new, old, similarity)
+    assert s.contrast == contrast
+    assert s.verdict is (Verdict.OUTDATES if contrast is None else Verdict.NONE)
 
 
 @pytest.mark.parametrize(
